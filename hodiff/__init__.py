@@ -1,0 +1,65 @@
+"""hodiff: higher-order differentiation for TensorFlow 2 / Keras 3.
+
+Derivatives as composable function transforms (the tapes stay inside), differential operators
+for fields, Taylor-mode Laplacians, stochastic estimators, a scipy-backed Hessian operator and
+scipy reference checks. Everything runs in eager mode, ``tf.function`` and XLA.
+"""
+
+from hodiff.derivatives import (
+    HVP_MODES,
+    batch_hessian,
+    batch_jacobian,
+    grad,
+    hessian,
+    hvp,
+    jacobian,
+    jvp,
+    nth_derivative,
+    value_and_grad,
+    vjp,
+)
+from hodiff.estimators import (
+    Estimate,
+    hessian_diagonal,
+    hutchinson_trace,
+    hutchpp_trace,
+    stochastic_divergence,
+    stochastic_laplacian,
+)
+from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
+from hodiff.operators import OPERATOR_METHODS, divergence, laplacian, partials
+from hodiff.taylor import Jet, forward_jet, forward_laplacian
+from hodiff import checks
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "HVP_MODES",
+    "OPERATOR_METHODS",
+    "Estimate",
+    "Jet",
+    "batch_hessian",
+    "batch_jacobian",
+    "checks",
+    "divergence",
+    "forward_jet",
+    "forward_laplacian",
+    "grad",
+    "hessian",
+    "hessian_diagonal",
+    "hessian_eigenvalues",
+    "hessian_operator",
+    "hutchinson_trace",
+    "hutchpp_trace",
+    "hvp",
+    "jacobian",
+    "jvp",
+    "laplacian",
+    "newton_cg",
+    "nth_derivative",
+    "partials",
+    "stochastic_divergence",
+    "stochastic_laplacian",
+    "value_and_grad",
+    "vjp",
+]

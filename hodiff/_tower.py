@@ -1,0 +1,63 @@
+"""The derivative tower: several partial derivatives of a scalar field on shared nested tapes."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import tensorflow as tf
+
+from hodiff import _validate
+
+MultiIndex = tuple[int, ...]
+
+
+def derivative_tower(
+    u: Callable[[tf.Tensor], tf.Tensor],
+    x: tf.Tensor,
+    multi_indices: Sequence[MultiIndex],
+    unconnected: str = "error",
+    caller: str = "derivative_tower",
+) -> tuple[dict[MultiIndex, tf.Tensor], bool]:
+    """Computes the partial derivatives ``d^k u / dx_i dx_j ...`` of a scalar field, sharing tapes.
+
+    Each multi-index is sorted (mixed partials of smooth fields commute), so ``(1, 0)`` and
+    ``(0, 1)`` are one derivative. Every node of the derivative tree is differentiated once,
+    by one reverse pass that yields all its ``d`` partials at once, and the tape of order
+    ``k`` records only the computation below it.
+
+    Args:
+      u: scalar field, ``(N, d) -> (N,)`` or ``(N, 1)``.
+      x: points, shape ``(N, d)``.
+      multi_indices: the partials wanted; ``()`` is the value itself.
+      unconnected: ``"error"`` or ``"zero"``.
+      caller: name used in error messages.
+
+    Returns:
+      ``(nodes, as_column)``: a dict from sorted multi-index to a tensor of shape ``(N,)``
+      (holding every node computed on the way), and whether ``u`` returned ``(N, 1)``.
+    """
+    unconnected_mode = _validate.check_unconnected(unconnected, caller)
+    wanted = [tuple(sorted(m)) for m in multi_indices]
+    # Nodes whose gradient is needed: every proper prefix of a wanted multi-index.
+    to_differentiate = {m[:k] for m in wanted for k in range(len(m))}
+    order = max((len(m) for m in wanted), default=0)
+    as_column = []
+
+    def tower(depth: int) -> dict[MultiIndex, tf.Tensor]:
+        if depth == 0:
+            values, column = _validate.check_per_point_values(u(x), x, "u", caller)
+            as_column.append(column)
+            return {(): values}
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            nodes = tower(depth - 1)
+        for node in sorted(n for n in to_differentiate if len(n) == depth - 1):
+            gradient = tape.gradient(nodes[node], x, unconnected_gradients=unconnected_mode)
+            _validate.raise_if_unconnected([gradient], ["x"], caller)
+            first = node[-1] if node else 0
+            for i in range(first, x.shape[1]):  # sorted children only
+                nodes[node + (i,)] = gradient[:, i]
+        return nodes
+
+    nodes = tower(order)
+    return nodes, as_column[0]

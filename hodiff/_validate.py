@@ -1,0 +1,145 @@
+"""Input validation shared by every transform: errors that name the argument, the problem and the fix."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+UNCONNECTED_CHOICES = ("error", "zero")
+
+
+def as_differentiable(value: Any, name: str, caller: str) -> Any:
+    """Converts `value` (tensor, array, float, Variable or nested structure) to float tensors.
+
+    Variables are kept as they are so that tapes watch them (a Keras 3 variable becomes the
+    ``tf.Variable`` that holds its value); everything else becomes a tensor.
+    Raises TypeError for integer, boolean or non-numeric inputs.
+    """
+    return tf.nest.map_structure(lambda leaf: _as_float_leaf(leaf, name, caller), value)
+
+
+def _as_float_leaf(leaf: Any, name: str, caller: str) -> Any:
+    if isinstance(leaf, (bool, np.bool_)) or (
+        isinstance(leaf, (int, np.integer)) and not isinstance(leaf, (float, np.floating))
+    ):
+        dtype = "bool" if isinstance(leaf, (bool, np.bool_)) else "int"
+        raise TypeError(_not_float_message(caller, name, dtype))
+    if isinstance(leaf, keras.Variable):
+        leaf = leaf.value
+    tensor = leaf if isinstance(leaf, tf.Variable) else tf.convert_to_tensor(leaf)
+    if not tensor.dtype.is_floating:
+        raise TypeError(_not_float_message(caller, name, tensor.dtype.name))
+    return tensor
+
+
+def _not_float_message(caller: str, name: str, dtype: str) -> str:
+    kind = "booleans" if dtype == "bool" else "integers" if "int" in dtype else f"{dtype} values"
+    return (
+        f"{caller}: argument `{name}` has dtype {dtype}; {kind} are not differentiable. "
+        f"Cast it to float first, e.g. tf.cast({name}, tf.float32) (or tf.float64 for "
+        f"reference-grade accuracy)."
+    )
+
+
+def check_unconnected(unconnected: str, caller: str) -> tf.UnconnectedGradients:
+    """Validates the `unconnected` option and returns TensorFlow's matching enum."""
+    if unconnected not in UNCONNECTED_CHOICES:
+        raise ValueError(
+            f"{caller}: unconnected={unconnected!r} is not an option; use 'error' (raise when "
+            f"the output does not depend on an input) or 'zero' (return zeros there)."
+        )
+    return tf.UnconnectedGradients.ZERO if unconnected == "zero" else tf.UnconnectedGradients.NONE
+
+
+def raise_if_unconnected(derivatives: Any, names: Sequence[str], caller: str) -> None:
+    """Raises ValueError naming the first input whose derivative TensorFlow returned as None."""
+    for derivative, name in zip(derivatives, names):
+        if any(leaf is None for leaf in tf.nest.flatten(derivative, expand_composites=False)):
+            raise ValueError(
+                f"{caller}: the output of the function does not depend on `{name}` (the tape "
+                f"found no path from it to the output, so TensorFlow returned None). Check "
+                f"that the function really uses `{name}` through differentiable operations "
+                f"(not through tf.cast to an integer, tf.round or .numpy()); if a zero "
+                f"derivative is what you expect, pass unconnected='zero'."
+            )
+
+
+def densify(value: Any) -> Any:
+    """Turns tf.IndexedSlices (gradients of gathers) into dense tensors; leaves the rest alone."""
+    return tf.nest.map_structure(
+        lambda leaf: tf.convert_to_tensor(leaf) if isinstance(leaf, tf.IndexedSlices) else leaf,
+        value,
+        expand_composites=False,
+    )
+
+
+def check_scalar(value: tf.Tensor, caller: str) -> None:
+    """Raises ValueError when a function that must return a scalar returned something else."""
+    value = tf.convert_to_tensor(value)
+    if value.shape.rank != 0:
+        raise ValueError(
+            f"{caller}: the function must return a scalar, but it returned shape "
+            f"{tuple(value.shape)}. Reduce it first (tf.reduce_sum or tf.reduce_mean) if you "
+            f"want the derivative of the total; use jacobian(f) for the derivative of every "
+            f"output, or batch_jacobian(f) / batch_hessian(f) for per-example derivatives."
+        )
+
+
+def check_same_shape(value: Any, reference: Any, name: str, reference_name: str, caller: str) -> None:
+    """Raises ValueError when `value` does not have the structure and shapes of `reference`."""
+    try:
+        tf.nest.assert_same_structure(value, reference)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"{caller}: `{name}` must have the same structure as `{reference_name}`: {error}"
+        ) from None
+    for leaf, ref in zip(tf.nest.flatten(value), tf.nest.flatten(reference)):
+        if not tf.TensorShape(leaf.shape).is_compatible_with(ref.shape):
+            raise ValueError(
+                f"{caller}: `{name}` has shape {tuple(leaf.shape)} but `{reference_name}` has "
+                f"shape {tuple(ref.shape)}; they must match (one tangent entry per input "
+                f"entry). Reshape `{name}` to {tuple(ref.shape)}."
+            )
+
+
+def check_field_points(x: tf.Tensor, caller: str) -> int:
+    """Checks that `x` is a batch of points, shape (N, d) with d known; returns d."""
+    if x.shape.rank != 2 or x.shape[1] is None:
+        raise ValueError(
+            f"{caller}: `x` must be a batch of points with shape (N, d): N points in d "
+            f"dimensions, d known when the function is traced; got shape {tuple(x.shape)}. "
+            f"For a single point use x[None, :]; for a grid, flatten it to "
+            f"tf.reshape(grid, (-1, d))."
+        )
+    return int(x.shape[1])
+
+
+def check_per_point_values(values: tf.Tensor, num_points_like: tf.Tensor, what: str, caller: str) -> tuple[tf.Tensor, bool]:
+    """Checks that a field returned one value per point, (N,) or (N, 1).
+
+    Returns the values as (N,) and whether the field returned a column (N, 1).
+    """
+    values = tf.convert_to_tensor(values)
+    if values.shape.rank == 2 and values.shape[1] == 1:
+        return values[:, 0], True
+    if values.shape.rank == 1:
+        return values, False
+    raise ValueError(
+        f"{caller}: `{what}` must return one value per point, shape (N,) or (N, 1); it "
+        f"returned shape {tuple(values.shape)} for x of shape {tuple(num_points_like.shape)}. "
+        f"For a vector field use divergence(v) or batch_jacobian(v); for several scalar "
+        f"fields, apply the operator to each output column."
+    )
+
+
+def check_vector_field(values: tf.Tensor, x: tf.Tensor, caller: str) -> None:
+    """Checks that a vector field returned one d-vector per point, shape (N, d)."""
+    if values.shape.rank != 2 or values.shape[1] != x.shape[1]:
+        raise ValueError(
+            f"{caller}: `v` must return one d-vector per point, shape (N, {x.shape[1]}) for x of "
+            f"shape {tuple(x.shape)}; it returned {tuple(values.shape)}. For a scalar field use "
+            f"laplacian(u) or partials(u, ...)."
+        )

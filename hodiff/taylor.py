@@ -1,0 +1,265 @@
+"""Forward (Taylor-mode) propagation of value, gradient and Laplacian through Keras stacks.
+
+Instead of differentiating a network twice with nested tapes, push the triple
+``(h, dh/dx, lap h)`` through the layers in one forward pass:
+
+- Dense ``h W + b``: ``(hW + b, J W, L W)``;
+- elementwise ``s(h)``: ``(s(h), s'(h) J, s'(h) L + s''(h) sum_i J_i^2)``.
+
+Exact (no sampling), about ``d`` times the cost of a forward pass, and the result is an ordinary
+TensorFlow graph: a training step differentiates through it with one more reverse pass.
+Supported: ``keras.Sequential`` and functional models that are chains of ``Dense`` (with any
+elementwise activation), ``Activation`` and ``Identity`` layers, nested chains included.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import keras
+import tensorflow as tf
+
+from hodiff import _validate
+
+__all__ = ["Jet", "forward_jet", "forward_laplacian", "supported_layers"]
+
+
+class Jet(NamedTuple):
+    """Second-order Taylor data of a network's outputs at a batch of points.
+
+    Attributes:
+      value: outputs, shape ``(N, k)``.
+      jacobian: ``d value_j / d x_i``, shape ``(N, d, k)``.
+      laplacian: ``sum_i d^2 value_j / d x_i^2``, shape ``(N, k)``; ``None`` when not asked for.
+    """
+
+    value: tf.Tensor
+    jacobian: tf.Tensor
+    laplacian: tf.Tensor | None
+
+
+def _tanh_rule(h):
+    t = tf.tanh(h)
+    first = 1.0 - t * t
+    return t, first, -2.0 * t * first
+
+
+def _sigmoid_rule(h):
+    s = tf.sigmoid(h)
+    first = s * (1.0 - s)
+    return s, first, first * (1.0 - 2.0 * s)
+
+
+def _sin_rule(h):
+    s = tf.sin(h)
+    return s, tf.cos(h), -s
+
+
+def _cos_rule(h):
+    c = tf.cos(h)
+    return c, -tf.sin(h), -c
+
+
+def _exp_rule(h):
+    e = tf.exp(h)
+    return e, e, e
+
+
+_CLOSED_FORMS = {
+    keras.activations.tanh: _tanh_rule,
+    tf.tanh: _tanh_rule,
+    tf.math.tanh: _tanh_rule,
+    keras.activations.sigmoid: _sigmoid_rule,
+    tf.sigmoid: _sigmoid_rule,
+    tf.math.sigmoid: _sigmoid_rule,
+    tf.sin: _sin_rule,
+    tf.math.sin: _sin_rule,
+    tf.cos: _cos_rule,
+    tf.math.cos: _cos_rule,
+    keras.activations.exponential: _exp_rule,
+    tf.exp: _exp_rule,
+    tf.math.exp: _exp_rule,
+}
+
+# Elementwise activations without a closed form here: their derivatives come from two tapes.
+_ELEMENTWISE_NAMES = (
+    "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "swish", "softplus",
+    "softsign", "mish", "hard_sigmoid", "hard_silu", "hard_swish", "log_sigmoid", "hard_tanh",
+    "sparse_plus", "squareplus", "tanh_shrink",
+)
+_ELEMENTWISE = {getattr(keras.activations, n) for n in _ELEMENTWISE_NAMES if hasattr(keras.activations, n)} | {
+    tf.nn.relu, tf.nn.elu, tf.nn.selu, tf.nn.gelu, tf.nn.silu, tf.nn.softplus, tf.nn.softsign, tf.math.softplus,
+}
+
+
+def _tape_rule(activation: Callable[[tf.Tensor], tf.Tensor]):
+    def rule(h):
+        with tf.GradientTape() as outer:
+            outer.watch(h)
+            with tf.GradientTape() as inner:
+                inner.watch(h)
+                value = activation(h)
+            first = inner.gradient(value, h, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        second = outer.gradient(first, h, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return value, first, second
+
+    return rule
+
+
+def _activation_rule(activation, layer, caller):
+    """The (value, s', s'') rule for an activation, None for the identity."""
+    if activation is keras.activations.linear or activation is None:
+        return None
+    if activation in _CLOSED_FORMS:
+        return _CLOSED_FORMS[activation]
+    if activation in _ELEMENTWISE:
+        return _tape_rule(activation)
+    raise ValueError(
+        f"{caller}: method='forward' cannot propagate through the activation "
+        f"{getattr(activation, '__name__', activation)!r} of layer {layer.name!r}: it is not one of the "
+        f"elementwise activations it knows (tanh, sigmoid, sin, cos, exp, {', '.join(_ELEMENTWISE_NAMES)}). "
+        f"Use method='nested', which works for any differentiable model."
+    )
+
+
+def supported_layers(model, caller: str = "forward_jet") -> list[tuple[str, object]]:
+    """Flattens a Keras chain into propagation steps, or raises naming the layer it can't handle.
+
+    Args:
+      model: a ``keras.Sequential``, a functional chain model, or a single ``Dense`` layer.
+      caller: name used in error messages.
+
+    Returns:
+      A list of ``("dense", layer)`` and ``("activation", rule)`` steps.
+    """
+    if isinstance(model, keras.layers.Dense):
+        layers = [model]
+    elif isinstance(model, keras.Sequential) or _is_functional_chain(model, caller):
+        layers = [layer for layer in model.layers if not isinstance(layer, keras.layers.InputLayer)]
+    else:
+        raise ValueError(
+            f"{caller}: method='forward' needs a keras.Sequential or a functional keras.Model "
+            f"that is a chain of Dense and elementwise Activation layers; got "
+            f"{type(model).__name__}. Use method='nested' for arbitrary functions and subclassed models."
+        )
+    steps: list[tuple[str, object]] = []
+    for layer in layers:
+        if isinstance(layer, (keras.Sequential, keras.Model)):
+            steps.extend(supported_layers(layer, caller))
+        elif isinstance(layer, keras.layers.Dense):
+            if not layer.built:
+                raise ValueError(
+                    f"{caller}: layer {layer.name!r} has no weights yet. Build the model first: call it "
+                    f"once on a batch (model(x)) or give it a keras.Input."
+                )
+            steps.append(("dense", layer))
+            rule = _activation_rule(layer.activation, layer, caller)
+            if rule is not None:
+                steps.append(("activation", rule))
+        elif isinstance(layer, keras.layers.Activation):
+            rule = _activation_rule(layer.activation, layer, caller)
+            if rule is not None:
+                steps.append(("activation", rule))
+        elif isinstance(layer, keras.layers.Identity):
+            continue
+        else:
+            raise ValueError(
+                f"{caller}: method='forward' cannot propagate through layer {layer.name!r} of type "
+                f"{type(layer).__name__}; it supports Dense, Activation (elementwise) and Identity "
+                f"layers. Use method='nested', which works for any differentiable model."
+            )
+    return steps
+
+
+def _is_functional_chain(model, caller: str) -> bool:
+    if not isinstance(model, keras.Model) or not hasattr(model, "_operations") or not getattr(model, "inputs", None):
+        return False
+    layers = [layer for layer in model.layers if not isinstance(layer, keras.layers.InputLayer)]
+    if len(model.inputs) != 1 or len(model.outputs) != 1:
+        raise ValueError(f"{caller}: method='forward' needs a model with one input and one output.")
+    previous = model.inputs[0]
+    for layer in layers:
+        if layer.input is not previous:
+            raise ValueError(
+                f"{caller}: method='forward' needs a chain of layers, but layer {layer.name!r} does not "
+                f"take the previous layer's output (a branch or skip connection). Use method='nested'."
+            )
+        previous = layer.output
+    return True
+
+
+def forward_jet(model, x: tf.Tensor, need_laplacian: bool = True, caller: str = "forward_jet") -> Jet:
+    """Propagates value, Jacobian and (optionally) Laplacian of a Keras chain at points ``x``.
+
+    Args:
+      model: a ``keras.Sequential`` or functional chain of Dense/elementwise layers.
+      x: points, shape ``(N, d)``; cast to the model's compute dtype as Keras does.
+      need_laplacian: also propagate the Laplacian (skip it for divergence/Jacobians).
+      caller: name used in error messages.
+
+    Returns:
+      A :class:`Jet` with value ``(N, k)``, jacobian ``(N, d, k)`` and laplacian ``(N, k)``.
+
+    References:
+      Li et al., "A computational framework for neural network-based variational Monte Carlo
+      with Forward Laplacian", Nature Machine Intelligence 2024 (arXiv:2307.08214).
+
+    Example:
+      ```python
+      import keras, tensorflow as tf
+      from hodiff.taylor import forward_jet
+
+      model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, "tanh"), keras.layers.Dense(1)])
+      jet = forward_jet(model, tf.random.normal((5, 2)))
+      assert jet.jacobian.shape == (5, 2, 1) and jet.laplacian.shape == (5, 1)
+      ```
+    """
+    x = _validate.as_differentiable(x, "x", caller)
+    d = _validate.check_field_points(x, caller)
+    steps = supported_layers(model, caller)
+    dense_layers = [layer for kind, layer in steps if kind == "dense"]
+    if not dense_layers:
+        raise ValueError(f"{caller}: the model has no Dense layer; nothing to propagate.")
+    dtype = tf.as_dtype(dense_layers[0].compute_dtype)
+    if dense_layers[0].kernel.shape[0] != d:
+        raise ValueError(
+            f"{caller}: x has d={d} columns but the model's first Dense layer expects "
+            f"{dense_layers[0].kernel.shape[0]} inputs."
+        )
+    value = tf.cast(x, dtype)
+    jacobian = tf.eye(d, dtype=dtype)[None]  # (1, d, d): shared by every point until an activation
+    lap = None  # None stands for an exact zero: no work spent on it before the first activation
+    for kind, step in steps:
+        if kind == "dense":
+            kernel = tf.cast(step.kernel, dtype)
+            value = tf.matmul(value, kernel)
+            if step.use_bias:
+                value = value + tf.cast(step.bias, dtype)
+            jacobian = tf.einsum("ndk,km->ndm", jacobian, kernel)
+            if lap is not None:
+                lap = tf.matmul(lap, kernel)
+        else:
+            value, first, second = step(value)
+            if need_laplacian:
+                curvature = second * tf.reduce_sum(tf.square(jacobian), axis=1)
+                lap = curvature if lap is None else first * lap + curvature
+            jacobian = first[:, None, :] * jacobian
+    num_points = tf.shape(value)[0]
+    jacobian = tf.broadcast_to(jacobian, tf.stack([num_points, d, tf.shape(value)[1]]))
+    if need_laplacian and lap is None:
+        lap = tf.zeros_like(value)
+    return Jet(value, jacobian, lap if need_laplacian else None)
+
+
+def forward_laplacian(model) -> Callable[[tf.Tensor], tf.Tensor]:
+    """Transforms a Keras chain into its Laplacian by Taylor-mode propagation.
+
+    Same as ``laplacian(model, method="forward")``.
+
+    Args:
+      model: a ``keras.Sequential`` or functional chain of Dense/elementwise layers.
+
+    Returns:
+      A function of ``x`` (``(N, d)``) returning the Laplacian, shape ``(N, k)``.
+    """
+    return lambda x: forward_jet(model, x, caller="forward_laplacian").laplacian
