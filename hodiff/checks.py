@@ -91,14 +91,18 @@ def _numpy_function(f: Callable, args: Sequence[Any], index: int) -> tuple[Calla
     point = np.asarray(args64[index], dtype=np.float64)
     shape = point.shape
 
-    def evaluate(flat_point: np.ndarray) -> np.ndarray:
+    def evaluate(flat_point: tf.Tensor) -> tf.Tensor:
         call_args = list(args64)
-        call_args[index] = tf.constant(flat_point.reshape(shape), tf.float64)
-        return np.ravel(_require_float64(f(*call_args), "f"))
+        call_args[index] = tf.reshape(flat_point, shape)
+        return tf.reshape(f(*call_args), [-1])
+
+    # Values only (no tape): every point scipy asks for is evaluated in one vectorised call.
+    evaluate_all = tf.function(lambda columns: tf.vectorized_map(evaluate, columns, fallback_to_while_loop=True), reduce_retracing=True)
+    _require_float64(evaluate(tf.constant(point.reshape(-1))), "f")
 
     def vectorised(xs: np.ndarray) -> np.ndarray:
-        columns = xs.reshape(xs.shape[0], -1)
-        values = np.stack([evaluate(columns[:, j]) for j in range(columns.shape[1])], axis=-1)
+        columns = xs.reshape(xs.shape[0], -1).T
+        values = evaluate_all(tf.constant(columns, tf.float64)).numpy().T
         return values.reshape((values.shape[0],) + xs.shape[1:])
 
     return vectorised, point.reshape(-1), shape

@@ -327,9 +327,9 @@ def batch_jacobian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "erro
         with tf.GradientTape() as tape:
             tape.watch(x)
             output = tf.convert_to_tensor(f(x))
-        if output.shape.rank < 1:
-            raise ValueError(f"{caller}: f must return a batch, shape (N, ...); it returned shape {tuple(output.shape)}. Use jacobian(f) for unbatched functions.")
-        flat_output = tf.reshape(output, (tf.shape(output)[0], -1))
+            if output.shape.rank < 1:
+                raise ValueError(f"{caller}: f must return a batch, shape (N, ...); it returned shape {tuple(output.shape)}. Use jacobian(f) for unbatched functions.")
+            flat_output = tf.reshape(output, (tf.shape(output)[0], -1))
         result = tape.batch_jacobian(flat_output, x, unconnected_gradients=mode)
         _validate.raise_if_unconnected([result], ["x"], caller)
         return tf.reshape(result, tf.concat([tf.shape(output), tf.shape(x)[1:]], axis=0))

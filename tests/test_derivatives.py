@@ -1,0 +1,244 @@
+"""hodiff.derivatives against closed forms and scipy, in eager, graph and XLA, float32 and float64."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings, strategies as st
+
+import hodiff
+from hodiff.checks import assert_close, check_grads, default_tolerance, reference_hessian, reference_jacobian
+from conftest import make_mlp, mlp_twins, points
+
+
+def rosenbrock(x):
+    return tf.reduce_sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+# --- the seed cases ------------------------------------------------------------------------------
+
+
+def test_derivative_of_quadratic_at_3_is_8(run, dtype):
+    slope = run(hodiff.grad(lambda x: x**2 + 2 * x + 1), tf.constant(3.0, dtype))
+    assert slope.dtype == dtype and float(slope) == 8.0
+
+
+def test_quartic_first_10_second_24(run, dtype):
+    f = lambda x: x**4 + 2 * x**3
+    x = tf.constant(1.0, dtype)
+    assert float(run(hodiff.grad(f), x)) == 10.0
+    assert float(run(hodiff.grad(hodiff.grad(f)), x)) == 24.0
+    assert float(run(hodiff.nth_derivative(f, 2), x)) == 24.0
+    assert float(run(hodiff.hessian(f), x)) == 24.0
+
+
+def test_jacobian_of_square_is_diagonal(run, dtype):
+    x = tf.constant([1.0, -2.0, 3.0], dtype)
+    J = run(hodiff.jacobian(lambda x: x**2), x)
+    np.testing.assert_array_equal(J.numpy(), np.diag([2.0, -4.0, 6.0]))
+
+
+@pytest.mark.parametrize("mode_name", ["eager", "graph", "xla"])
+def test_seed_cases_against_scipy(mode_name, dtype):
+    check_grads(lambda x: x**2 + 2 * x + 1, (tf.constant(3.0, dtype),), modes=[mode_name])
+    check_grads(lambda x: x**4 + 2 * x**3, (tf.constant(1.0, dtype),), modes=[mode_name])
+    check_grads(lambda x: x**2, (tf.constant([1.0, -2.0, 3.0], dtype),), order=1, modes=[mode_name])
+
+
+def test_rosenbrock_hessian_against_scipy(dtype):
+    check_grads(rosenbrock, (tf.constant([0.5, -0.3, 1.2, 0.8], dtype),), order=2)
+
+
+# --- transforms ----------------------------------------------------------------------------------
+
+
+def test_value_and_grad_argnums_and_aux(run):
+    f = lambda x, y: (tf.reduce_sum(x * y**2), {"y": y})
+    x, y = tf.constant([1.0, 2.0]), tf.constant([3.0, 4.0])
+    (value, aux), (gx, gy) = run(hodiff.value_and_grad(f, argnums=(0, 1), has_aux=True), x, y)
+    assert float(value) == 41.0
+    np.testing.assert_allclose(gx, [9.0, 16.0])
+    np.testing.assert_allclose(gy, [6.0, 16.0])
+    np.testing.assert_allclose(aux["y"], y)
+    gy_only, aux = run(hodiff.grad(f, argnums=1, has_aux=True), x, y)
+    np.testing.assert_allclose(gy_only, [6.0, 16.0])
+
+
+def test_grad_of_nested_structure_and_variables(run):
+    weights = {"w": tf.Variable([1.0, 2.0]), "b": tf.Variable(0.5)}
+    loss = lambda p: tf.reduce_sum(p["w"] ** 2) + 3.0 * p["b"]
+    g = run(hodiff.grad(loss), weights)
+    np.testing.assert_allclose(g["w"], [2.0, 4.0])
+    assert float(g["b"]) == 3.0
+
+
+def test_grad_wrt_keras_model_weights_matches_tape(run):
+    model = make_mlp(3, dtype="float32")
+    x = points(8, 3, tf.float32)
+    loss = lambda weights, x: tf.reduce_mean(model(x) ** 2)
+    # Inside a compiled step the variables are captured, not passed as tf.function arguments.
+    g = run(lambda x: hodiff.grad(loss)(model.trainable_variables, x), x)
+    with tf.GradientTape() as tape:
+        value = tf.reduce_mean(model(x) ** 2)
+    expected = tape.gradient(value, model.trainable_variables)
+    for a, b in zip(g, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_jvp_and_vjp_against_jacobian(run, dtype):
+    f = lambda x, y: tf.stack([x[0] * y, tf.sin(x[1]) * y, x[0] ** 2])
+    x, y = tf.constant([0.3, -1.2], dtype), tf.constant(2.0, dtype)
+    vx, vy = tf.constant([1.0, 2.0], dtype), tf.constant(-0.5, dtype)
+    out, tangent = run(lambda x, y, vx, vy: hodiff.jvp(f, (x, y), (vx, vy)), x, y, vx, vy)
+    Jx, Jy = hodiff.jacobian(f, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(tangent, Jx.numpy() @ vx.numpy() + Jy.numpy() * vy.numpy(), rtol=1e-6)
+
+    def pullback(x, y):
+        out, vjp_fn = hodiff.vjp(f, x, y)
+        return vjp_fn(tf.constant([1.0, 0.0, 2.0], dtype)), vjp_fn(tf.ones(3, dtype))
+
+    (cx, cy), (ones_x, _) = run(pullback, x, y)
+    np.testing.assert_allclose(cx, np.array([1.0, 0.0, 2.0]) @ Jx.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(cy, np.array([1.0, 0.0, 2.0]) @ Jy.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ones_x, Jx.numpy().sum(axis=0), rtol=1e-6)
+
+
+def test_jacobian_of_mlp_against_scipy(run):
+    model = make_mlp(3, 2, width=8)
+    x = points(2, 3)
+    expected, error = reference_jacobian(model, [x])
+    assert_close(run(hodiff.jacobian(model), x), expected, 1e-7, what="jacobian", reference_error=error)
+
+
+def test_batch_jacobian_against_scipy_per_example(run, dtype):
+    model64, model32 = mlp_twins(3, 2, width=8)
+    model = model64 if dtype == tf.float64 else model32
+    x = points(5, 3, dtype)
+    J = run(hodiff.batch_jacobian(model), x)
+    assert J.shape == (5, 2, 3)
+    for n in range(5):
+        expected, _ = reference_jacobian(lambda p: model64(p[None])[0], [tf.cast(x[n], tf.float64)])
+        assert_close(J[n], expected, default_tolerance(dtype), what=f"batch_jacobian row {n}")
+
+
+def test_batch_jacobian_keeps_multi_dimensional_shapes(run):
+    f = lambda x: tf.einsum("nij,nj->ni", x, x[:, 0, :])[:, :, None] * tf.ones((1, 1, 2))
+    x = tf.random.stateless_normal((3, 2, 4), seed=[1, 2])
+    J = run(hodiff.batch_jacobian(f), x)
+    assert J.shape == (3, 2, 2, 2, 4)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    np.testing.assert_allclose(J, tape.batch_jacobian(y, x), rtol=1e-6)
+
+
+def test_hessian_of_matrix_argument_has_doubled_shape(run):
+    f = lambda W: tf.reduce_sum(tf.sin(W) ** 2) * tf.reduce_sum(W)
+    W = tf.constant([[0.1, 0.2], [0.3, -0.4]], tf.float64)
+    H = run(hodiff.hessian(f), W)
+    assert H.shape == (2, 2, 2, 2)
+    expected, error = reference_hessian(f, [W])
+    assert_close(H, expected, 1e-6, what="hessian", reference_error=error)
+
+
+def test_batch_hessian_of_mlp_against_scipy(run, dtype):
+    model64, model32 = mlp_twins(3)
+    model = model64 if dtype == tf.float64 else model32
+    x = points(4, 3, dtype)
+    H = run(hodiff.batch_hessian(model), x)
+    assert H.shape == (4, 3, 3)
+    for n in range(4):
+        expected, error = reference_hessian(lambda p: model64(p[None])[0, 0], [tf.cast(x[n], tf.float64)])
+        assert_close(H[n], expected, default_tolerance(dtype, 2), what=f"batch_hessian row {n}", reference_error=error)
+
+
+@pytest.mark.parametrize("hvp_mode", hodiff.HVP_MODES)
+def test_hvp_equals_hessian_times_vector(run, dtype, hvp_mode):
+    x = tf.constant([0.5, -0.3, 1.2, 0.8], dtype)
+    v = tf.constant([1.0, -2.0, 0.5, 3.0], dtype)
+    Hv = run(lambda x, v: hodiff.hvp(rosenbrock, x, v, mode=hvp_mode), x, v)
+    expected, _ = reference_hessian(rosenbrock, [x])
+    assert_close(Hv, expected @ v.numpy().astype(np.float64), default_tolerance(dtype, 2), what="hvp")
+
+
+@pytest.mark.parametrize("hvp_mode", hodiff.HVP_MODES)
+def test_hvp_over_model_weights(run, hvp_mode):
+    """H v over a model's weights equals scipy's derivative of the tape gradient along v."""
+    model = make_mlp(2, width=4, depth=1)
+    x = points(6, 2)
+    weights = model.trainable_variables
+    loss = lambda _: tf.reduce_mean(model(x) ** 2)
+    directions = [tf.cast(tf.linspace(-1.0, 1.0, tf.size(w)), tf.float64) for w in weights]
+    directions = [tf.reshape(v, w.shape) for v, w in zip(directions, weights)]
+    products = run(lambda: hodiff.hvp(loss, weights, directions, mode=hvp_mode))
+    start = [w.numpy() for w in weights]
+
+    def gradient_along(t):  # plain-tape gradient at w + t v, flattened; scipy differentiates in t
+        for w, w0, v in zip(weights, start, directions):
+            w.assign(w0 + float(t) * v.numpy())
+        with tf.GradientTape() as tape:
+            value = tf.reduce_mean(model(x) ** 2)
+        return np.concatenate([g.numpy().ravel() for g in tape.gradient(value, weights)])
+
+    import scipy.differentiate
+
+    cache = {}
+
+    def elementwise(ts, components):  # gradient component components[i] at t = ts[i]
+        out = np.empty(np.shape(ts))
+        components = np.broadcast_to(components, out.shape)
+        for index in np.ndindex(out.shape):
+            t = float(ts[index])
+            if t not in cache:
+                cache[t] = gradient_along(t)
+            out[index] = cache[t][int(components[index])]
+        return out
+
+    size = sum(int(np.prod(w.shape)) for w in weights)
+    result = scipy.differentiate.derivative(elementwise, np.zeros(size), args=(np.arange(size),))
+    for w, w0 in zip(weights, start):
+        w.assign(w0)
+    actual = np.concatenate([p.numpy().ravel() for p in products])
+    assert_close(actual, result.df, 1e-6, what="hvp over weights", reference_error=result.error)
+
+
+def test_nth_derivative_of_sin_cycles(run, dtype):
+    x = tf.constant([0.0, 0.7, 2.0], dtype)
+    derivatives = [tf.sin, tf.cos, lambda t: -tf.sin(t), lambda t: -tf.cos(t)]
+    for n in range(6):
+        actual = run(hodiff.nth_derivative(tf.sin, n), x)
+        np.testing.assert_allclose(actual, derivatives[n % 4](x), rtol=1e-5, atol=1e-6)
+
+
+def test_nth_derivative_zero_beyond_degree_with_unconnected_zero(run):
+    x = tf.constant([1.0, 2.0], tf.float64)
+    np.testing.assert_array_equal(run(hodiff.nth_derivative(lambda t: t**2, 3, unconnected="zero"), x), [0.0, 0.0])
+
+
+# --- property-based: random polynomials and random MLPs ------------------------------------------
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    coefficients=st.lists(st.floats(-3, 3), min_size=2, max_size=5),
+    point=st.floats(-1.5, 1.5),
+)
+def test_random_polynomials_against_scipy(coefficients, point):
+    def polynomial(x):  # Horner's form (tf.pow's gradient of x**0 at 0 is NaN)
+        value = tf.zeros_like(x)
+        for c in reversed(coefficients):
+            value = value * x + c
+        return value
+
+    check_grads(polynomial, (tf.constant(point, tf.float64),), order=2, modes=["eager", "xla"], atol=1e-6)
+
+
+@settings(max_examples=5, deadline=None)
+@given(
+    width=st.integers(2, 8),
+    activation=st.sampled_from(["tanh", "sigmoid", "softplus", "gelu"]),
+    seed=st.integers(0, 1000),
+)
+def test_random_mlps_against_scipy(width, activation, seed):
+    model = make_mlp(3, width=width, depth=2, activation=activation, seed=seed)
+    x = points(1, 3, seed=seed)[0]
+    check_grads(lambda p: model(p[None])[0, 0], (x,), order=2, modes=["eager", "xla"])

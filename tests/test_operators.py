@@ -1,0 +1,129 @@
+"""hodiff.operators: named partials, Laplacian and divergence against closed forms and scipy."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hodiff
+from hodiff.checks import assert_close, check_laplacian, default_tolerance, reference_jacobian
+from conftest import make_mlp, mlp_twins, points
+
+
+def wave(x):
+    """u(x, t) = sin(2x) exp(-t) + x^3 t^2, with every partial known in closed form."""
+    return tf.sin(2.0 * x[:, 0]) * tf.exp(-x[:, 1]) + x[:, 0] ** 3 * x[:, 1] ** 2
+
+
+def test_partials_match_closed_forms(run, dtype):
+    x = points(7, 2, dtype)
+    wanted = ("", "x", "t", "xx", "xxx", "xxxx", "xt", "tx", "xxt", "tt")
+    d = run(lambda x: hodiff.partials(wave, x, coords=("x", "t"), wanted=wanted), x)
+    X, T = x[:, 0].numpy().astype(np.float64), x[:, 1].numpy().astype(np.float64)
+    s, c, e = np.sin(2 * X), np.cos(2 * X), np.exp(-T)
+    expected = {
+        "": s * e + X**3 * T**2,
+        "x": 2 * c * e + 3 * X**2 * T**2,
+        "t": -s * e + 2 * X**3 * T,
+        "xx": -4 * s * e + 6 * X * T**2,
+        "xxx": -8 * c * e + 6 * T**2,
+        "xxxx": 16 * s * e,
+        "xt": -2 * c * e + 6 * X**2 * T,
+        "tx": -2 * c * e + 6 * X**2 * T,
+        "xxt": 4 * s * e + 12 * X * T,
+        "tt": s * e + 2 * X**3,
+    }
+    for name in wanted:
+        assert_close(d[name], expected[name], default_tolerance(dtype, 2), what=f"partial {name!r}")
+
+
+def test_partials_share_tapes_no_derivative_computed_twice():
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return wave(x)
+
+    x = points(4, 2)
+    hodiff.partials(counted, x, ("x", "t"), ("x", "xx", "xt", "t"))
+    assert len(calls) == 1  # one forward pass for every partial
+
+
+def test_partials_keep_column_shape_and_multi_letter_coords():
+    model = make_mlp(2)
+    x = points(5, 2)
+    d = hodiff.partials(model, x, coords=("x1", "x2"), wanted=(("x1",), ("x1", "x2")))
+    assert d[("x1",)].shape == (5, 1) and d[("x1", "x2")].shape == (5, 1)
+
+
+@pytest.mark.parametrize("method", ["nested", "forward"])
+def test_laplacian_of_mlp_against_scipy_hessian_trace(method, dtype):
+    model64, model32 = mlp_twins(3, width=16)
+    model = model64 if dtype == tf.float64 else model32
+    check_laplacian(model, points(6, 3, dtype), methods=(method,), reference_u=model64)
+
+
+def test_laplacian_of_plain_function_against_scipy(dtype):
+    u = lambda x: tf.reduce_prod(tf.sin(x), axis=1) + tf.reduce_sum(x**4, axis=1)
+    check_laplacian(u, points(5, 4, dtype), methods=("nested",), reference_u=u)
+
+
+def test_laplacian_forward_equals_nested_for_several_activations(run):
+    for activation in ["tanh", "sigmoid", "softplus", "gelu", "silu", tf.sin, "relu"]:
+        model = make_mlp(4, width=8, depth=3, activation=activation)
+        x = points(10, 4)
+        nested = run(hodiff.laplacian(model, method="nested", unconnected="zero"), x)
+        forward = run(hodiff.laplacian(model, method="forward"), x)
+        np.testing.assert_allclose(forward, nested, rtol=1e-9, atol=1e-10, err_msg=str(activation))
+
+
+def test_laplacian_hutchinson_is_unbiased_and_reproducible(run):
+    model = make_mlp(5, width=16)
+    x = points(4, 5)
+    exact = hodiff.laplacian(model)(x).numpy()[:, 0]
+    estimate = hodiff.stochastic_laplacian(model, x, num_probes=4000, seed=3)
+    value, stderr = estimate.value.numpy()[:, 0], estimate.stderr.numpy()[:, 0]
+    assert np.all(np.abs(value - exact) < 5 * stderr + 1e-12)
+    first = run(hodiff.laplacian(model, method="hutchinson", num_probes=8, seed=1), x)
+    second = run(hodiff.laplacian(model, method="hutchinson", num_probes=8, seed=1), x)
+    other_seed = run(hodiff.laplacian(model, method="hutchinson", num_probes=8, seed=2), x)
+    np.testing.assert_array_equal(first, second)
+    assert not np.allclose(first, other_seed)
+
+
+@pytest.mark.parametrize("method", ["nested", "forward"])
+def test_divergence_of_mlp_against_scipy_jacobian_trace(run, method, dtype):
+    model64, model32 = mlp_twins(3, 3, width=8)
+    model = model64 if dtype == tf.float64 else model32
+    x = points(4, 3, dtype)
+    actual = run(hodiff.divergence(model, method=method), x)
+    for n in range(4):
+        J, _ = reference_jacobian(lambda p: model64(p[None])[0], [tf.cast(x[n], tf.float64)])
+        assert_close(actual[n], np.trace(J), default_tolerance(dtype), what=f"divergence row {n}")
+
+
+def test_divergence_hutchinson_unbiased(run):
+    v = lambda x: tf.sin(x) * tf.reduce_sum(x, axis=1, keepdims=True)
+    x = points(3, 4)
+    exact = hodiff.divergence(v)(x).numpy()
+    estimate = hodiff.stochastic_divergence(v, x, num_probes=4000, seed=0)
+    assert np.all(np.abs(estimate.value.numpy() - exact) < 5 * estimate.stderr.numpy())
+    run(hodiff.divergence(v, method="hutchinson", num_probes=4), x)  # compiles in every mode
+
+
+def test_laplacian_is_differentiable_for_training(run):
+    """A PINN step differentiates the Laplacian w.r.t. the weights: forward and nested agree."""
+    model = make_mlp(3, width=8)
+    x = points(16, 3)
+
+    def loss_gradient(method):
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(hodiff.laplacian(model, method=method)(x) ** 2)
+            return tape.gradient(loss, model.trainable_variables)
+
+        return step
+
+    nested = run(loss_gradient("nested"), x)
+    forward = run(loss_gradient("forward"), x)
+    for a, b in zip(nested, forward):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12)
