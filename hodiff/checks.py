@@ -68,7 +68,7 @@ def assert_close(actual: Any, expected: Any, rtol: float, atol: float | None = N
         scipy_error = "" if reference_error is None else f", scipy's error estimate there {np.asarray(reference_error)[worst]:.3g}"
         raise AssertionError(
             f"{what} differs from the scipy reference: worst entry at index {tuple(int(i) for i in worst)}: "
-            f"hodiff {actual[worst]!r} vs reference {expected[worst]!r} (|diff| "
+            f"hodiff {actual[worst]:.12g} vs reference {expected[worst]:.12g} (|diff| "
             f"{abs(actual[worst] - expected[worst]):.3g}, allowed {atol + rtol * abs(expected[worst]):.3g}"
             f"{scipy_error}); {int(np.sum(excess > 0))} of {actual.size} entries out of tolerance."
         )
@@ -97,7 +97,10 @@ def _numpy_function(f: Callable, args: Sequence[Any], index: int) -> tuple[Calla
         return tf.reshape(f(*call_args), [-1])
 
     # Values only (no tape): every point scipy asks for is evaluated in one vectorised call.
-    evaluate_all = tf.function(lambda columns: tf.vectorized_map(evaluate, columns, fallback_to_while_loop=True), reduce_retracing=True)
+    evaluate_all = tf.function(
+        lambda columns: tf.vectorized_map(evaluate, columns, fallback_to_while_loop=True),
+        input_signature=[tf.TensorSpec([None, point.size], tf.float64)],
+    )
     _require_float64(evaluate(tf.constant(point.reshape(-1))), "f")
 
     def vectorised(xs: np.ndarray) -> np.ndarray:
