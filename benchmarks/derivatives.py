@@ -1,0 +1,163 @@
+"""``python -m benchmarks derivatives``: Laplacian paths and HVP cost, all compiled with XLA.
+
+For a tanh MLP with 4 hidden layers it times, side by side in one run:
+- the Laplacian by hodiff's nested tapes, hodiff's forward (Taylor) path, and TensorFlow's own
+  route (``batch_jacobian`` of the gradient, then the trace), for the operator alone and for a
+  training step through it (loss = mean Laplacian^2, gradient w.r.t. the weights, SGD update);
+- a Hessian-vector product (both modes) against a plain gradient of the same loss.
+Writes ``benchmarks/results/derivatives.json`` and prints a Markdown table.
+"""
+
+import argparse
+import json
+import os
+import platform
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import hodiff
+from benchmarks.timing import interleaved_median_seconds
+
+CONFIGS = [(2, 20, 2540), (3, 64, 4096), (10, 128, 1024)]  # (d, width, N)
+RESULTS = Path(__file__).parent / "results" / "derivatives.json"
+
+
+def mlp(d: int, width: int, seed: int = 0) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    layers = [keras.Input((d,))] + [keras.layers.Dense(width, activation="tanh") for _ in range(4)]
+    return keras.Sequential(layers + [keras.layers.Dense(1)])
+
+
+def tf_batch_jacobian_laplacian(model):
+    """The plain-TF way: Hessian per point with tape.batch_jacobian, then its trace."""
+
+    def laplacian(x):
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                u = model(x)
+            gradient = inner.gradient(u, x)
+        return tf.linalg.trace(outer.batch_jacobian(gradient, x))[:, None]
+
+    return laplacian
+
+
+def laplacian_routes(model):
+    return {
+        "nested": hodiff.laplacian(model, method="nested"),
+        "forward": hodiff.laplacian(model, method="forward"),
+        "tf_batch_jacobian": tf_batch_jacobian_laplacian(model),
+    }
+
+
+def training_step(model, laplacian, learning_rate=1e-4):
+    def step(x):
+        loss = lambda weights: tf.reduce_mean(tf.square(laplacian(x)))
+        # hodiff.grad, not tape.gradient(..., unconnected_gradients="zero"), which fails on Keras 3
+        # variables (their dtype is a string); the output bias has no effect on a Laplacian.
+        value, gradients = hodiff.value_and_grad(loss, unconnected="zero")(model.trainable_variables)
+        for variable, gradient in zip(model.trainable_variables, gradients):
+            variable.assign_sub(learning_rate * gradient)
+        return value
+
+    return step
+
+
+def bench_laplacian(d, width, n, repeats):
+    model = mlp(d, width)
+    x = tf.random.stateless_uniform((n, d), seed=[0, 1], minval=-1.0, maxval=1.0)
+    routes = laplacian_routes(model)
+    compiled_ops, compiled_steps = {}, {}
+    for name, route in routes.items():
+        op = tf.function(route, jit_compile=True)
+        try:
+            op(x)
+        except Exception as error:  # TF's own route may not compile: report it, keep going
+            print(f"  {name} failed under XLA: {type(error).__name__}: {str(error).splitlines()[0][:120]}")
+            continue
+        compiled_ops[name] = lambda op=op: op(x)
+        step = tf.function(training_step(model, route), jit_compile=True)
+        compiled_steps[name] = lambda step=step: step(x)
+    reference = routes["nested"](x).numpy()
+    agreement = {name: float(np.max(np.abs(tf.function(routes[name], jit_compile=True)(x).numpy() - reference))) for name in compiled_ops}
+    return {
+        "d": d, "width": width, "N": n,
+        "operator_seconds": interleaved_median_seconds(compiled_ops, repeats=repeats),
+        "step_seconds": interleaved_median_seconds(compiled_steps, repeats=repeats),
+        "max_abs_difference_vs_nested": agreement,
+    }
+
+
+def bench_hvp(d, width, n, repeats):
+    model = mlp(d, width)
+    x = tf.random.stateless_uniform((n, d), seed=[0, 2], minval=-1.0, maxval=1.0)
+    target = tf.sin(tf.reduce_sum(x, axis=1, keepdims=True))
+    weights = model.trainable_variables
+    loss = lambda _: tf.reduce_mean(tf.square(model(x) - target))
+    directions = [tf.random.stateless_normal(w.shape, seed=[i, 3]) for i, w in enumerate(weights)]
+    candidates = {
+        "gradient": tf.function(lambda: hodiff.grad(loss)(weights), jit_compile=True),
+        "hvp_forward_over_reverse": tf.function(lambda: hodiff.hvp(loss, weights, directions), jit_compile=True),
+        "hvp_reverse_over_reverse": tf.function(lambda: hodiff.hvp(loss, weights, directions, mode="reverse_over_reverse"), jit_compile=True),
+    }
+    return {"d": d, "width": width, "N": n, "seconds": interleaved_median_seconds(candidates, repeats=repeats)}
+
+
+def markdown(results) -> str:
+    lines = [
+        "| d | width | N | what | nested (ms) | forward (ms) | TF batch_jacobian (ms) | nested / forward | TF / forward |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in results["laplacian"]:
+        for what, key in (("operator", "operator_seconds"), ("training step", "step_seconds")):
+            t = row[key]
+            tf_ms = f"{1e3 * t['tf_batch_jacobian']:.2f}" if "tf_batch_jacobian" in t else "fails"
+            tf_ratio = f"{t['tf_batch_jacobian'] / t['forward']:.2f}x" if "tf_batch_jacobian" in t else "-"
+            lines.append(
+                f"| {row['d']} | {row['width']} | {row['N']} | {what} | {1e3 * t['nested']:.2f} | {1e3 * t['forward']:.2f} "
+                f"| {tf_ms} | {t['nested'] / t['forward']:.2f}x | {tf_ratio} |"
+            )
+    h = results["hvp"]["seconds"]
+    lines += [
+        "",
+        "| HVP (d={d}, width {width}, N={N}, w.r.t. weights) | ms | / gradient |".format(**results["hvp"]),
+        "|---|---|---|",
+    ]
+    for name, seconds in h.items():
+        lines.append(f"| {name} | {1e3 * seconds:.2f} | {seconds / h['gradient']:.2f}x |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks derivatives", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="smallest config only, 2 repeats (a smoke run)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    configs = CONFIGS[:1] if args.quick else CONFIGS
+    repeats = 2 if args.quick else args.repeats
+    results = {
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "tensorflow": tf.__version__, "devices": [d.name for d in tf.config.list_logical_devices()]},
+        "laplacian": [],
+    }
+    for d, width, n in configs:
+        print(f"Laplacian d={d} width={width} N={n} ...", flush=True)
+        results["laplacian"].append(bench_laplacian(d, width, n, repeats))
+    print("HVP vs gradient ...", flush=True)
+    results["hvp"] = bench_hvp(3, 64, 4096, repeats)
+    table = markdown(results)
+    print("\n" + table)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
