@@ -260,7 +260,8 @@ def check_laplacian(
       x: points, shape ``(N, d)``; hodiff runs in their dtype.
       methods: exact methods to check, ``"nested"`` and/or ``"forward"``.
       modes: execution modes.
-      rtol, atol: tolerances (defaults from the dtype, as in :func:`check_grads`).
+      rtol: relative tolerance; default from the dtype, as in :func:`check_grads`.
+      atol: absolute tolerance; default ``rtol`` times the largest reference entry.
       reference_u: a float64 twin of ``u`` for the reference (e.g. a float64 copy of a float32
         Keras model); default ``u`` itself.
 

@@ -6,7 +6,7 @@ own standard error, so a caller can tell whether more probes are needed.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import tensorflow as tf
 
@@ -31,7 +31,7 @@ class Estimate(NamedTuple):
     stderr: Any
 
 
-def rademacher(shape, seed: int, dtype=tf.float32, stream: int = 0) -> tf.Tensor:
+def rademacher(shape: Sequence[int] | tf.Tensor, seed: int, dtype: tf.DType = tf.float32, stream: int = 0) -> tf.Tensor:
     """Stateless Rademacher probes (entries +1 or -1 with equal probability).
 
     Args:

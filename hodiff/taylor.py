@@ -122,7 +122,7 @@ def _activation_rule(activation, layer, caller):
     )
 
 
-def supported_layers(model, caller: str = "forward_jet") -> list[tuple[str, object]]:
+def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "forward_jet") -> list[tuple[str, object]]:
     """Flattens a Keras chain into propagation steps, or raises naming the layer it can't handle.
 
     Args:
@@ -188,7 +188,7 @@ def _is_functional_chain(model, caller: str) -> bool:
     return True
 
 
-def forward_jet(model, x: tf.Tensor, need_laplacian: bool = True, caller: str = "forward_jet") -> Jet:
+def forward_jet(model: keras.Model, x: tf.Tensor, need_laplacian: bool = True, caller: str = "forward_jet") -> Jet:
     """Propagates value, Jacobian and (optionally) Laplacian of a Keras chain at points ``x``.
 
     Args:
@@ -251,7 +251,7 @@ def forward_jet(model, x: tf.Tensor, need_laplacian: bool = True, caller: str = 
     return Jet(value, jacobian, lap if need_laplacian else None)
 
 
-def forward_laplacian(model) -> Callable[[tf.Tensor], tf.Tensor]:
+def forward_laplacian(model: keras.Model) -> Callable[[tf.Tensor], tf.Tensor]:
     """Transforms a Keras chain into its Laplacian by Taylor-mode propagation.
 
     Same as ``laplacian(model, method="forward")``.
