@@ -216,31 +216,23 @@ def check_grads(
         if order == 1:
             continue
         expected, error = reference_hessian(f, args, index)
-        direction = tf.cast(tf.linspace(-1.0, 1.0, args[index].shape.num_elements()), dtype)
-        direction = tf.reshape(direction, args[index].shape)
         size = args[index].shape.num_elements()
+        direction = tf.reshape(tf.cast(tf.linspace(-1.0, 1.0, size), dtype), args[index].shape)
         expected_hvp = np.reshape(expected, (size, size)) @ np.ravel(direction.numpy()).astype(np.float64)
 
-        def with_arg(transform, index=index):
-            def call(*call_args):
-                def of_arg(a):
-                    rest = list(call_args)
-                    rest[index] = a
-                    return f(*rest)
+        def of_arg(a, index=index):  # f as a function of args[index] alone
+            call_args = list(args)
+            call_args[index] = a
+            return f(*call_args)
 
-                return transform(of_arg, call_args[index])
-
-            return call
-
-        second = with_arg(lambda g, a: derivatives.hessian(g)(a))
         for mode in modes:
             tolerance = rtol or default_tolerance(dtype, 2)
-            what = f"second derivative w.r.t. args[{index}] ({mode}, {dtype.name})"
-            assert_close(in_mode(second, mode)(*args), expected, tolerance, atol, what, error)
+            what = f"w.r.t. args[{index}] ({mode}, {dtype.name})"
+            second = in_mode(derivatives.hessian(of_arg), mode)(args[index])
+            assert_close(second, expected, tolerance, atol, f"second derivative {what}", error)
             for hvp_mode in derivatives.HVP_MODES:
-                product = with_arg(lambda g, a, m=hvp_mode: derivatives.hvp(g, a, direction, mode=m))
-                actual = np.ravel(in_mode(product, mode)(*args).numpy())
-                assert_close(actual, expected_hvp, tolerance, atol, f"hvp {hvp_mode} w.r.t. args[{index}] ({mode}, {dtype.name})")
+                product = in_mode(lambda a, m=hvp_mode: derivatives.hvp(of_arg, a, direction, mode=m), mode)(args[index])
+                assert_close(np.ravel(product), expected_hvp, tolerance, atol, f"hvp {hvp_mode} {what}")
 
 
 def check_laplacian(
