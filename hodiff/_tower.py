@@ -36,7 +36,7 @@ def derivative_tower(
       ``(nodes, as_column)``: a dict from sorted multi-index to a tensor of shape ``(N,)``
       (holding every node computed on the way), and whether ``u`` returned ``(N, 1)``.
     """
-    unconnected_mode = _validate.check_unconnected(unconnected, caller)
+    _validate.check_unconnected(unconnected, caller)
     wanted = [tuple(sorted(m)) for m in multi_indices]
     # Nodes whose gradient is needed: every proper prefix of a wanted multi-index.
     to_differentiate = {m[:k] for m in wanted for k in range(len(m))}
@@ -52,8 +52,7 @@ def derivative_tower(
             tape.watch(x)
             nodes = tower(depth - 1)
         for node in sorted(n for n in to_differentiate if len(n) == depth - 1):
-            gradient = tape.gradient(nodes[node], x, unconnected_gradients=unconnected_mode)
-            _validate.raise_if_unconnected([gradient], ["x"], caller)
+            gradient = _validate.gradient(tape, nodes[node], [x], ["x"], unconnected, caller)[0]
             first = node[-1] if node else 0
             for i in range(first, x.shape[1]):  # sorted children only
                 nodes[node + (i,)] = gradient[:, i]

@@ -67,6 +67,24 @@ def raise_if_unconnected(derivatives: Any, names: Sequence[str], caller: str) ->
             )
 
 
+def watch(tape: tf.GradientTape, value: Any) -> None:
+    """Watches every leaf of a tensor, Variable or nested structure."""
+    for leaf in tf.nest.flatten(value):
+        tape.watch(leaf)
+
+
+def gradient(tape, target, sources: list, names: Sequence[str], unconnected: str, caller: str, output_gradients=None) -> list:
+    """``tape.gradient`` with hodiff's unconnected policy and dense results.
+
+    ``sources`` is a list with one entry (a tensor or a structure) per name in ``names``;
+    the result is a list of the same length.
+    """
+    mode = check_unconnected(unconnected, caller)
+    result = densify(tape.gradient(target, sources, output_gradients=output_gradients, unconnected_gradients=mode))
+    raise_if_unconnected(result, names, caller)
+    return result
+
+
 def densify(value: Any) -> Any:
     """Turns tf.IndexedSlices (gradients of gathers) into dense tensors; leaves the rest alone."""
     return tf.nest.map_structure(

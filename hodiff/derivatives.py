@@ -54,25 +54,6 @@ def _prepare_args(args: Sequence[Any], indices: tuple[int, ...], caller: str) ->
     return prepared
 
 
-def _watch(tape: tf.GradientTape, value: Any) -> None:
-    for leaf in tf.nest.flatten(value):
-        tape.watch(leaf)
-
-
-def _gradient(tape, target, sources, names, unconnected, caller, output_gradients=None):
-    """tape.gradient with hodiff's unconnected policy and dense results.
-
-    ``sources`` is a list with one entry (a tensor or a structure) per name in ``names``.
-    """
-    mode = _validate.check_unconnected(unconnected, caller)
-    result = tape.gradient(
-        target, sources, output_gradients=output_gradients, unconnected_gradients=mode
-    )
-    result = _validate.densify(result)
-    _validate.raise_if_unconnected(result, names, caller)
-    return result
-
-
 def value_and_grad(
     f: Callable[..., Any],
     argnums: ArgNums = 0,
@@ -113,14 +94,14 @@ def _make_value_and_grad(f, argnums, has_aux, unconnected, caller):
         args = _prepare_args(args, indices, caller)
         sources = [args[i] for i in indices]
         with tf.GradientTape() as tape:
-            _watch(tape, sources)
+            _validate.watch(tape, sources)
             output = f(*args, **kwargs)
             value, aux = output if has_aux else (output, None)
             if has_aux and not isinstance(output, (tuple, list)):
                 raise ValueError(f"{caller}: has_aux=True needs f to return (value, aux); it returned one value.")
             _validate.check_scalar(value, caller)
         names = [f"args[{i}]" for i in indices]
-        gradients = _gradient(tape, value, sources, names, unconnected, caller)
+        gradients = _validate.gradient(tape, value, sources, names, unconnected, caller)
         gradient = gradients[0] if isinstance(argnums, int) else tuple(gradients)
         return ((value, aux) if has_aux else value), gradient
 
@@ -242,7 +223,7 @@ def vjp(f: Callable[..., Any], *primals: Any, unconnected: str = "error") -> tup
     primals = [_validate.as_differentiable(p, f"primals[{i}]", caller) for i, p in enumerate(primals)]
     tape = tf.GradientTape(persistent=True)
     with tape:
-        _watch(tape, primals)
+        _validate.watch(tape, primals)
         output = f(*primals)
 
     def vjp_fn(cotangent: Any) -> tuple:
@@ -251,7 +232,7 @@ def vjp(f: Callable[..., Any], *primals: Any, unconnected: str = "error") -> tup
         names = [f"primals[{i}]" for i in range(len(primals))]
         flat_output, flat_cotangent = tf.nest.flatten(output), tf.nest.flatten(cotangent)
         flat_cotangent = [tf.cast(c, o.dtype) for c, o in zip(flat_cotangent, flat_output)]
-        return tuple(_gradient(tape, flat_output, primals, names, unconnected, caller, flat_cotangent))
+        return tuple(_validate.gradient(tape, flat_output, primals, names, unconnected, caller, flat_cotangent))
 
     return output, vjp_fn
 
@@ -284,7 +265,7 @@ def jacobian(f: Callable[..., Any], argnums: ArgNums = 0, unconnected: str = "er
         args = _prepare_args(args, indices, caller)
         sources = [args[i] for i in indices]
         with tf.GradientTape() as tape:
-            _watch(tape, sources)
+            _validate.watch(tape, sources)
             output = tf.convert_to_tensor(f(*args, **kwargs))
         jacobians = tape.jacobian(output, sources, unconnected_gradients=mode)
         _validate.raise_if_unconnected(jacobians, [f"args[{i}]" for i in indices], caller)
@@ -370,7 +351,7 @@ def hessian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "error") -> 
                 inner.watch(x)
                 value = f(x)
                 _validate.check_scalar(value, caller)
-            gradient = _gradient(inner, value, [x], ["x"], unconnected, caller)[0]
+            gradient = _validate.gradient(inner, value, [x], ["x"], unconnected, caller)[0]
         result = outer.jacobian(gradient, x, unconnected_gradients=mode)
         _validate.raise_if_unconnected([result], ["x"], caller)
         return result
@@ -460,24 +441,23 @@ def hvp(
     if mode == "forward_over_reverse":
         with tf.autodiff.ForwardAccumulator(tf.nest.flatten(x), tf.nest.flatten(v)) as accumulator:
             gradient = _first_gradient(f, x, unconnected, caller)
-        mode_enum = tf.UnconnectedGradients.ZERO if unconnected == "zero" else tf.UnconnectedGradients.NONE
-        result = accumulator.jvp(gradient, unconnected_gradients=mode_enum)
+        result = accumulator.jvp(gradient, unconnected_gradients=_validate.check_unconnected(unconnected, caller))
         _validate.raise_if_unconnected([result], ["x"], caller)
         return _validate.densify(result)
 
     with tf.GradientTape() as outer:
-        _watch(outer, x)
+        _validate.watch(outer, x)
         gradient = _first_gradient(f, x, unconnected, caller)
         directional = tf.add_n([tf.reduce_sum(g * vi) for g, vi in zip(tf.nest.flatten(gradient), tf.nest.flatten(v))])
-    return _gradient(outer, directional, [x], ["x"], unconnected, caller)[0]
+    return _validate.gradient(outer, directional, [x], ["x"], unconnected, caller)[0]
 
 
 def _first_gradient(f, x, unconnected, caller):
     with tf.GradientTape() as inner:
-        _watch(inner, x)
+        _validate.watch(inner, x)
         value = f(x)
         _validate.check_scalar(value, caller)
-    return _gradient(inner, value, [x], ["x"], unconnected, caller)[0]
+    return _validate.gradient(inner, value, [x], ["x"], unconnected, caller)[0]
 
 
 def nth_derivative(f: Callable[[tf.Tensor], tf.Tensor], n: int, unconnected: str = "error") -> Callable[[tf.Tensor], tf.Tensor]:
@@ -515,7 +495,7 @@ def nth_derivative(f: Callable[[tf.Tensor], tf.Tensor], n: int, unconnected: str
         with tf.GradientTape() as tape:
             tape.watch(x)
             lower = derivative(x, order - 1)
-        return _gradient(tape, lower, [x], ["x"], unconnected, caller)[0]
+        return _validate.gradient(tape, lower, [x], ["x"], unconnected, caller)[0]
 
     def nth_derivative_f(x):
         x = _validate.as_differentiable(x, "x", caller)

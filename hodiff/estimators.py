@@ -11,7 +11,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import tensorflow as tf
 
 from hodiff import _validate
-from hodiff.derivatives import _first_gradient, _watch
+from hodiff.derivatives import _first_gradient
 
 __all__ = [
     "Estimate",
@@ -63,19 +63,13 @@ def _mean_and_stderr(samples: tf.Tensor) -> Estimate:
 def _hessian_products(f: Callable, x: Any, directions: list, unconnected: str, caller: str) -> list:
     """H @ v for several directions, sharing one forward and one reverse pass."""
     with tf.GradientTape(persistent=True) as outer:
-        _watch(outer, x)
+        _validate.watch(outer, x)
         gradient = _first_gradient(f, x, unconnected, caller)
         flat_gradient = tf.nest.flatten(gradient)
         directional = [
             tf.add_n([tf.reduce_sum(g * vi) for g, vi in zip(flat_gradient, tf.nest.flatten(v))]) for v in directions
         ]
-    mode = _validate.check_unconnected(unconnected, caller)
-    products = []
-    for value in directional:
-        product = _validate.densify(outer.gradient(value, x, unconnected_gradients=mode))
-        _validate.raise_if_unconnected([product], ["x"], caller)
-        products.append(product)
-    return products
+    return [_validate.gradient(outer, value, [x], ["x"], unconnected, caller)[0] for value in directional]
 
 
 def _dot(a: Any, b: Any) -> tf.Tensor:
@@ -257,7 +251,7 @@ def stochastic_laplacian(u: Callable, x: tf.Tensor, num_probes: int = 16, seed: 
     """
     caller = "stochastic_laplacian"
     _check_count(num_probes, "num_probes", caller)
-    mode = _validate.check_unconnected(unconnected, caller)
+    _validate.check_unconnected(unconnected, caller)
     x = _validate.as_differentiable(x, "x", caller)
     _validate.check_field_points(x, caller)
     points, probes = _replicated_points(x, num_probes, seed)
@@ -266,11 +260,9 @@ def stochastic_laplacian(u: Callable, x: tf.Tensor, num_probes: int = 16, seed: 
         with tf.GradientTape() as inner:
             inner.watch(points)
             values, as_column = _validate.check_per_point_values(u(points), points, "u", caller)
-        gradient = inner.gradient(values, points, unconnected_gradients=mode)
-        _validate.raise_if_unconnected([gradient], ["x"], caller)
+        gradient = _validate.gradient(inner, values, [points], ["x"], unconnected, caller)[0]
         directional = tf.reduce_sum(gradient * probes)
-    hessian_probes = outer.gradient(directional, points, unconnected_gradients=mode)
-    _validate.raise_if_unconnected([hessian_probes], ["x"], caller)
+    hessian_probes = _validate.gradient(outer, directional, [points], ["x"], unconnected, caller)[0]
     estimate = _per_point(tf.reduce_sum(probes * hessian_probes, axis=1), num_probes, tf.shape(x)[0])
     if as_column:
         return Estimate(estimate.value[:, None], estimate.stderr[:, None])
@@ -301,7 +293,7 @@ def stochastic_divergence(v: Callable, x: tf.Tensor, num_probes: int = 16, seed:
     """
     caller = "stochastic_divergence"
     _check_count(num_probes, "num_probes", caller)
-    mode = _validate.check_unconnected(unconnected, caller)
+    _validate.check_unconnected(unconnected, caller)
     x = _validate.as_differentiable(x, "x", caller)
     _validate.check_field_points(x, caller)
     points, probes = _replicated_points(x, num_probes, seed)
@@ -310,6 +302,5 @@ def stochastic_divergence(v: Callable, x: tf.Tensor, num_probes: int = 16, seed:
         values = v(points)
         _validate.check_vector_field(values, points, caller)
         directional = tf.reduce_sum(values * tf.cast(probes, values.dtype))
-    jacobian_probes = tape.gradient(directional, points, unconnected_gradients=mode)
-    _validate.raise_if_unconnected([jacobian_probes], ["x"], caller)
+    jacobian_probes = _validate.gradient(tape, directional, [points], ["x"], unconnected, caller)[0]
     return _per_point(tf.reduce_sum(probes * jacobian_probes, axis=1), num_probes, tf.shape(x)[0])

@@ -181,7 +181,7 @@ def divergence(
     """
     caller = "divergence"
     _check_method(method, caller)
-    unconnected_mode = _validate.check_unconnected(unconnected, caller)
+    _validate.check_unconnected(unconnected, caller)
 
     def divergence_v(x):
         x = _validate.as_differentiable(x, "x", caller)
@@ -199,9 +199,7 @@ def divergence(
             columns = [values[:, i] for i in range(d)]
         diagonal = []
         for i, column in enumerate(columns):
-            gradient = tape.gradient(column, x, unconnected_gradients=unconnected_mode)
-            _validate.raise_if_unconnected([gradient], ["x"], caller)
-            diagonal.append(gradient[:, i])
+            diagonal.append(_validate.gradient(tape, column, [x], ["x"], unconnected, caller)[0][:, i])
         return tf.add_n(diagonal)
 
     return divergence_v
