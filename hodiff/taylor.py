@@ -226,29 +226,30 @@ def forward_jet(model: keras.Model, x: tf.Tensor, need_laplacian: bool = True, c
             f"{caller}: x has d={d} columns but the model's first Dense layer expects "
             f"{dense_layers[0].kernel.shape[0]} inputs."
         )
-    value = tf.cast(x, dtype)
-    jacobian = tf.eye(d, dtype=dtype)[None]  # (1, d, d): shared by every point until an activation
-    lap = None  # None stands for an exact zero: no work spent on it before the first activation
+    # The jet is one stacked tensor (rows, N, k): the value, the d Jacobian rows and (when
+    # asked) the Laplacian. A Dense layer is then one matmul for all of them, and its gradient
+    # in a training step one matmul too.
+    x = tf.cast(x, dtype)
+    num_points = tf.shape(x)[0]
+    rows = d + 2 if need_laplacian else d + 1
+    identity = tf.broadcast_to(tf.eye(d, dtype=dtype)[:, None, :], tf.stack([d, num_points, d]))
+    blocks = [x[None], identity] + ([tf.zeros_like(x)[None]] if need_laplacian else [])
+    jet = tf.concat(blocks, axis=0)
     for kind, step in steps:
         if kind == "dense":
             kernel = tf.cast(step.kernel, dtype)
-            value = tf.matmul(value, kernel)
-            if step.use_bias:
-                value = value + tf.cast(step.bias, dtype)
-            jacobian = tf.einsum("ndk,km->ndm", jacobian, kernel)
-            if lap is not None:
-                lap = tf.matmul(lap, kernel)
+            product = tf.matmul(tf.reshape(jet, [-1, kernel.shape[0]]), kernel)
+            jet = tf.reshape(product, tf.stack([rows, num_points, kernel.shape[1]]))
+            if step.use_bias:  # the bias shifts the value only
+                jet = jet + tf.pad(tf.cast(step.bias, dtype)[None, None], [[0, rows - 1], [0, 0], [0, 0]])
         else:
-            value, first, second = step(value)
+            value, first, second = step(jet[0])
+            jacobian = jet[1 : d + 1]
+            blocks = [value[None], first[None] * jacobian]
             if need_laplacian:
-                curvature = second * tf.reduce_sum(tf.square(jacobian), axis=1)
-                lap = curvature if lap is None else first * lap + curvature
-            jacobian = first[:, None, :] * jacobian
-    num_points = tf.shape(value)[0]
-    jacobian = tf.broadcast_to(jacobian, tf.stack([num_points, d, tf.shape(value)[1]]))
-    if need_laplacian and lap is None:
-        lap = tf.zeros_like(value)
-    return Jet(value, jacobian, lap if need_laplacian else None)
+                blocks.append((first * jet[d + 1] + second * tf.reduce_sum(tf.square(jacobian), axis=0))[None])
+            jet = tf.concat(blocks, axis=0)
+    return Jet(jet[0], tf.transpose(jet[1 : d + 1], [1, 0, 2]), jet[d + 1] if need_laplacian else None)
 
 
 def forward_laplacian(model: keras.Model) -> Callable[[tf.Tensor], tf.Tensor]:

@@ -127,3 +127,23 @@ def test_laplacian_is_differentiable_for_training(run):
     forward = run(loss_gradient("forward"), x)
     for a, b in zip(nested, forward):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["nested", "forward", "hutchinson"])
+def test_operators_compile_with_an_unknown_batch_size(method):
+    """A tf.function traced once for any N (input_signature with None) works in graph and XLA."""
+    model = make_mlp(3, width=8)
+    spec = [tf.TensorSpec([None, 3], tf.float64)]
+    expected = hodiff.laplacian(model, method=method, num_probes=4)(points(5, 3))
+    for jit_compile in (False, True):
+        compiled = tf.function(hodiff.laplacian(model, method=method, num_probes=4), input_signature=spec, jit_compile=jit_compile)
+        np.testing.assert_allclose(compiled(points(5, 3)), expected, rtol=1e-9)
+        assert compiled(points(7, 3)).shape == (7, 1)
+
+
+def test_points_may_be_a_variable(run):
+    x = tf.Variable(points(4, 2))
+    u = lambda x: tf.reduce_sum(tf.sin(x), axis=1)
+    np.testing.assert_allclose(run(lambda: hodiff.laplacian(u)(x)), -u(x), rtol=1e-12)
+    d = run(lambda: hodiff.partials(u, x, ("a", "b"), ("a", "bb")))
+    np.testing.assert_allclose(d["a"], np.cos(x.numpy()[:, 0]), rtol=1e-12)
