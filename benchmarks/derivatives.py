@@ -175,12 +175,15 @@ def markdown(results) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks derivatives", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--config", action="append", metavar="D,WIDTH,N", help="run only these configs (repeatable)")
     parser.add_argument("--quick", action="store_true", help="smallest config only, 2 repeats (a smoke run)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--tf-budget", type=float, default=180.0, help="seconds allowed to compile and time TF's own route, per case")
     args = parser.parse_args(argv)
     configs = CONFIGS[:1] if args.quick else CONFIGS
+    if args.config:
+        configs = [tuple(int(v) for v in config.split(",")) for config in args.config]
     repeats = 2 if args.quick else args.repeats
     results = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "tensorflow": tf.__version__, "devices": [d.name for d in tf.config.list_logical_devices()]},
