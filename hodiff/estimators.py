@@ -213,10 +213,17 @@ def hutchpp_trace(f: Callable, x: tf.Tensor, num_matvecs: int = 30, seed: int = 
     return Estimate(top_part + residual.value, residual.stderr)
 
 
-def _replicated_points(x: tf.Tensor, num_probes: int, seed: int) -> tuple[tf.Tensor, tf.Tensor]:
-    """``num_probes`` stacked copies of the points and one Rademacher probe per copy."""
+def _replicated_points(x: tf.Tensor, num_probes: int, seed: int, unconnected: str, caller: str) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Validates the inputs of a per-point estimator; returns ``(x, points, probes)``.
+
+    ``points`` stacks ``num_probes`` copies of ``x``, with one Rademacher probe per copy.
+    """
+    _check_count(num_probes, "num_probes", caller)
+    _validate.check_unconnected(unconnected, caller)
+    x = _validate.as_differentiable(x, "x", caller)
+    _validate.check_field_points(x, caller)
     replicated = tf.tile(x, [num_probes, 1])
-    return replicated, rademacher(tf.shape(replicated), seed, x.dtype)
+    return x, replicated, rademacher(tf.shape(replicated), seed, x.dtype)
 
 
 def _per_point(samples: tf.Tensor, num_probes: int, num_points) -> Estimate:
@@ -250,11 +257,7 @@ def stochastic_laplacian(u: Callable, x: tf.Tensor, num_probes: int = 16, seed: 
       ```
     """
     caller = "stochastic_laplacian"
-    _check_count(num_probes, "num_probes", caller)
-    _validate.check_unconnected(unconnected, caller)
-    x = _validate.as_differentiable(x, "x", caller)
-    _validate.check_field_points(x, caller)
-    points, probes = _replicated_points(x, num_probes, seed)
+    x, points, probes = _replicated_points(x, num_probes, seed, unconnected, caller)
     with tf.GradientTape() as outer:
         outer.watch(points)
         with tf.GradientTape() as inner:
@@ -292,11 +295,7 @@ def stochastic_divergence(v: Callable, x: tf.Tensor, num_probes: int = 16, seed:
       ```
     """
     caller = "stochastic_divergence"
-    _check_count(num_probes, "num_probes", caller)
-    _validate.check_unconnected(unconnected, caller)
-    x = _validate.as_differentiable(x, "x", caller)
-    _validate.check_field_points(x, caller)
-    points, probes = _replicated_points(x, num_probes, seed)
+    x, points, probes = _replicated_points(x, num_probes, seed, unconnected, caller)
     with tf.GradientTape() as tape:
         tape.watch(points)
         values = v(points)
