@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 import hodiff
+from benchmarks import peers
 from benchmarks.timing import interleaved_median_seconds
 
 CONFIGS = [(2, 20, 2540), (3, 64, 4096), (10, 128, 1024)]  # (d, width, N)
@@ -109,6 +110,8 @@ def time_with_compile_budget(d, width, n, route_name, what, repeats, budget_seco
 def bench_laplacian(d, width, n, repeats, tf_budget_seconds):
     operators = {name: compiled_route(d, width, n, name, "operator") for name in ("nested", "forward")}
     steps = {name: compiled_route(d, width, n, name, "step") for name in ("nested", "forward")}
+    if peers.jax_installed():
+        operators["jax_hessian_trace"], steps["jax_hessian_trace"] = peers.jax_laplacian_routes(mlp(d, width), points(d, n))
     operator_seconds = interleaved_median_seconds(operators, repeats=repeats)
     step_seconds = interleaved_median_seconds(steps, repeats=repeats)
     for what, seconds in (("operator", operator_seconds), ("step", step_seconds)):
@@ -123,6 +126,8 @@ def bench_laplacian(d, width, n, repeats, tf_budget_seconds):
         for name, route in laplacian_routes(model).items()
         if name != "tf_batch_jacobian" or "tf_batch_jacobian" in operator_seconds
     }
+    if "jax_hessian_trace" in operators:
+        agreement["jax_hessian_trace"] = float(np.max(np.abs(np.asarray(operators["jax_hessian_trace"]()) - reference[:, 0])))
     return {
         "d": d, "width": width, "N": n,
         "operator_seconds": operator_seconds,
@@ -144,13 +149,15 @@ def bench_hvp(d, width, n, repeats):
         "hvp_forward_over_reverse": tf.function(lambda: hodiff.hvp(loss, weights, directions), jit_compile=True),
         "hvp_reverse_over_reverse": tf.function(lambda: hodiff.hvp(loss, weights, directions, mode="reverse_over_reverse"), jit_compile=True),
     }
+    if peers.jax_installed():
+        candidates.update(peers.jax_hvp_routes(model, x, target, directions))
     return {"d": d, "width": width, "N": n, "seconds": interleaved_median_seconds(candidates, repeats=repeats)}
 
 
 def markdown(results) -> str:
     lines = [
-        "| d | width | N | what | nested (ms) | forward (ms) | TF batch_jacobian (ms) | nested / forward | TF / forward |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| d | width | N | what | nested (ms) | forward (ms) | TF batch_jacobian (ms) | JAX hessian trace (ms) | nested / forward | TF / forward | JAX / forward |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results["laplacian"]:
         for what, key in (("operator", "operator_seconds"), ("training step", "step_seconds")):
@@ -158,9 +165,11 @@ def markdown(results) -> str:
             budget = row["tf_batch_jacobian_budget_seconds"]
             tf_ms = f"{1e3 * t['tf_batch_jacobian']:.2f}" if "tf_batch_jacobian" in t else f"not done in {budget:.0f} s"
             tf_ratio = f"{t['tf_batch_jacobian'] / t['forward']:.2f}x" if "tf_batch_jacobian" in t else "-"
+            jax_ms = f"{1e3 * t['jax_hessian_trace']:.2f}" if "jax_hessian_trace" in t else "not installed"
+            jax_ratio = f"{t['jax_hessian_trace'] / t['forward']:.2f}x" if "jax_hessian_trace" in t else "-"
             lines.append(
                 f"| {row['d']} | {row['width']} | {row['N']} | {what} | {1e3 * t['nested']:.2f} | {1e3 * t['forward']:.2f} "
-                f"| {tf_ms} | {t['nested'] / t['forward']:.2f}x | {tf_ratio} |"
+                f"| {tf_ms} | {jax_ms} | {t['nested'] / t['forward']:.2f}x | {tf_ratio} | {jax_ratio} |"
             )
     h = results["hvp"]["seconds"]
     lines += [
@@ -169,7 +178,8 @@ def markdown(results) -> str:
         "|---|---|---|",
     ]
     for name, seconds in h.items():
-        lines.append(f"| {name} | {1e3 * seconds:.2f} | {seconds / h['gradient']:.2f}x |")
+        gradient = h["jax_gradient"] if name.startswith("jax_") else h["gradient"]  # each library vs its own gradient
+        lines.append(f"| {name} | {1e3 * seconds:.2f} | {seconds / gradient:.2f}x |")
     return "\n".join(lines)
 
 

@@ -8,11 +8,12 @@ def interleaved_median_seconds(candidates: dict[str, Callable[[], object]], repe
     """Median wall time of one call of each candidate; all are warmed up (compiled) first.
 
     Each repeat times ``calls`` back-to-back calls of every candidate in turn; a call's result
-    is forced to the host (``.numpy()``) so asynchronous work is counted.
+    is forced to the host (``.numpy()``, or ``block_until_ready()`` for JAX) so asynchronous
+    work is counted.
     """
     def force(result):
         for leaf in result if isinstance(result, (list, tuple)) else [result]:
-            getattr(leaf, "numpy", lambda: None)()
+            getattr(leaf, "block_until_ready", getattr(leaf, "numpy", lambda: None))()
 
     for fn in candidates.values():
         force(fn())
