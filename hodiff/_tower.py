@@ -41,22 +41,19 @@ def derivative_tower(
     # Nodes whose gradient is needed: every proper prefix of a wanted multi-index.
     to_differentiate = {m[:k] for m in wanted for k in range(len(m))}
     order = max((len(m) for m in wanted), default=0)
-    as_column = []
 
-    def tower(depth: int) -> dict[MultiIndex, tf.Tensor]:
+    def tower(depth: int) -> tuple[dict[MultiIndex, tf.Tensor], bool]:
         if depth == 0:
-            values, column = _validate.check_per_point_values(u(x), x, "u", caller)
-            as_column.append(column)
-            return {(): values}
+            values, as_column = _validate.check_per_point_values(u(x), x, "u", caller)
+            return {(): values}, as_column
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(x)
-            nodes = tower(depth - 1)
+            nodes, as_column = tower(depth - 1)
         for node in sorted(n for n in to_differentiate if len(n) == depth - 1):
             gradient = _validate.gradient(tape, nodes[node], [x], ["x"], unconnected, caller)[0]
             first = node[-1] if node else 0
             for i in range(first, x.shape[1]):  # sorted children only
                 nodes[node + (i,)] = gradient[:, i]
-        return nodes
+        return nodes, as_column
 
-    nodes = tower(order)
-    return nodes, as_column[0]
+    return tower(order)
