@@ -231,7 +231,7 @@ def check_grads(
             second = in_mode(derivatives.hessian(of_arg), mode)(args[index])
             assert_close(second, expected, tolerance, atol, f"second derivative {what}", error)
             for hvp_mode in derivatives.HVP_MODES:
-                product = in_mode(lambda a, m=hvp_mode: derivatives.hvp(of_arg, a, direction, mode=m), mode)(args[index])
+                product = in_mode(lambda a, m=hvp_mode, v=direction: derivatives.hvp(of_arg, a, v, mode=m), mode)(args[index])
                 assert_close(np.ravel(product), expected_hvp, tolerance, atol, f"hvp {hvp_mode} {what}")
 
 

@@ -149,10 +149,8 @@ def hessian_diagonal(f: Callable, x: Any, num_probes: int = 32, seed: int = 0, u
     x = _validate.as_differentiable(x, "x", caller)
     probes = [_probes_like(x, seed, k) for k in range(num_probes)]
     products = _hessian_products(f, x, probes, unconnected, caller)
-    per_leaf = [
-        _mean_and_stderr(tf.stack([tf.nest.flatten(v)[i] * tf.nest.flatten(hv)[i] for v, hv in zip(probes, products)]))
-        for i in range(len(tf.nest.flatten(x)))
-    ]
+    samples = [[vi * hvi for vi, hvi in zip(tf.nest.flatten(v), tf.nest.flatten(hv))] for v, hv in zip(probes, products)]
+    per_leaf = [_mean_and_stderr(tf.stack(leaf_samples)) for leaf_samples in zip(*samples)]
     return Estimate(
         tf.nest.pack_sequence_as(x, [e.value for e in per_leaf]),
         tf.nest.pack_sequence_as(x, [e.stderr for e in per_leaf]),

@@ -7,7 +7,7 @@ independent (a Keras MLP applied to points is). The operators return one value p
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import tensorflow as tf
 

@@ -250,7 +250,9 @@ def test_random_mlps_against_scipy(width, activation, seed):
     d=st.integers(1, 6),
     width=st.integers(2, 32),
     depth=st.integers(1, 4),
-    activation=st.sampled_from(["tanh", "sigmoid", "softplus", "gelu", "silu", "elu"]),
+    # C^2 activations only: elu's second derivative jumps at 0, and finite differences that
+    # straddle the jump are no reference (scipy's own error estimate then equals the gap).
+    activation=st.sampled_from(["tanh", "sigmoid", "softplus", "gelu", "silu"]),
     seed=st.integers(0, 10_000),
 )
 def test_many_random_mlps_against_scipy(d, width, depth, activation, seed):

@@ -68,7 +68,7 @@ def test_laplacian_of_plain_function_against_scipy(dtype):
 
 
 def test_laplacian_forward_equals_nested_for_several_activations(run):
-    for activation in ["tanh", "sigmoid", "softplus", "gelu", "silu", tf.sin, "relu"]:
+    for activation in ["tanh", "sigmoid", "softplus", "gelu", "silu", "elu", tf.sin, "relu"]:
         model = make_mlp(4, width=8, depth=3, activation=activation)
         x = points(10, 4)
         nested = run(hodiff.laplacian(model, method="nested", unconnected="zero"), x)
