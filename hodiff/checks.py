@@ -85,9 +85,16 @@ def _require_float64(values: Any, what: str) -> np.ndarray:
     return values.numpy()
 
 
+def _float64_if_floating(value: Any) -> Any:
+    """Float tensors, arrays and Python floats in float64; every other argument unchanged."""
+    if isinstance(value, float) or (hasattr(value, "dtype") and tf.as_dtype(value.dtype).is_floating):
+        return tf.cast(value, tf.float64)
+    return value
+
+
 def _numpy_function(f: Callable, args: Sequence[Any], index: int) -> tuple[Callable, np.ndarray, tuple]:
     """f as a function of the flattened float64 argument ``index``, vectorised the way scipy asks."""
-    args64 = [tf.cast(a, tf.float64) if isinstance(a, (tf.Tensor, tf.Variable, np.ndarray, float)) else a for a in args]
+    args64 = [_float64_if_floating(a) for a in args]
     point = np.asarray(args64[index], dtype=np.float64)
     shape = point.shape
 
