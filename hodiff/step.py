@@ -1,0 +1,188 @@
+"""Compiled training steps: loss, gradient, transforms, optimizer update and statistics.
+
+:class:`TrainStep` builds one ``tf.function`` (``jit_compile=True`` by default) that runs
+``steps_per_call`` training steps in a loop inside the graph, so Python dispatch does not
+dominate small models.
+
+Under ``tf.distribute`` each replica computes its gradients in an XLA-compiled function; their
+mean over replicas is taken first, and the transforms (clipping, accumulation, non-finite
+skipping), the statistics and the optimizer act on that mean after, once, in cross-replica
+context. So an ``R``-replica step equals a one-replica step on the same global batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Sequence
+
+import keras
+import tensorflow as tf
+
+from hodiff import _validate
+from hodiff.monitor import gradient_stats, write_summaries
+from hodiff.transforms import GradientTransform, identity
+
+__all__ = ["TrainStep"]
+
+
+class TrainStep(tf.Module):
+    """A compiled training step for a Keras 3 model or a list of variables.
+
+    Args:
+      loss_fn: ``loss_fn(*batch) -> scalar``, the mean loss over the (local) batch; it uses the
+        model or variables by closure.
+      variables: a Keras model (its trainable variables are trained) or a list of variables.
+      optimizer: a Keras 3 optimizer (create it under ``strategy.scope()`` when distributed).
+      transform: a :mod:`hodiff.transforms` transform (e.g. a chain of skip_nonfinite,
+        accumulate and clip_by_global_norm); default none.
+      steps_per_call: training steps per call, looped inside the compiled graph.
+      per_step_batches: when ``True``, every tensor of the batch has a leading axis of length
+        ``steps_per_call`` and step ``i`` uses slice ``i``; otherwise each step reuses the batch.
+      jit_compile: compile with XLA (default) or run as a plain ``tf.function``. With several
+        logical CPU devices in one process (a test setup) XLA cannot read variables placed on
+        another CPU device (tensorflow's XLA known issues), so there the replicas run uncompiled.
+      strategy: a ``tf.distribute`` strategy; the batch passed to a call is the global batch and
+        is split evenly over the replicas along its first (batch) axis.
+      monitor: compute :func:`hodiff.monitor.gradient_stats` of the raw (reduced) gradients.
+      summary_writer: write the statistics to TensorBoard after each call.
+
+    Calling the step with a batch returns a dict of tensors from the last step of the call:
+    ``loss``, ``losses`` (one per step of the call), ``applied`` (the optimizer ran), what the
+    transforms report (``global_norm``, ``total_skips``, ...) and the gradient statistics.
+
+    Example:
+      ```python
+      import keras, numpy as np
+      from hodiff import transforms
+      from hodiff.step import TrainStep
+
+      model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
+      x, y = np.random.rand(64, 2).astype("float32"), np.random.rand(64, 1).astype("float32")
+      loss_fn = lambda x, y: keras.ops.mean((model(x) - y) ** 2)
+      step = TrainStep(loss_fn, model, keras.optimizers.Adam(1e-2),
+                       transform=transforms.clip_by_global_norm(1.0), steps_per_call=10)
+      out = step(x, y)
+      assert out["losses"].shape == (10,) and bool(out["applied"])
+      ```
+    """
+
+    def __init__(
+        self,
+        loss_fn: Callable[..., tf.Tensor],
+        variables: keras.Model | Sequence[Any],
+        optimizer: keras.optimizers.Optimizer,
+        transform: GradientTransform | None = None,
+        steps_per_call: int = 1,
+        per_step_batches: bool = False,
+        jit_compile: bool = True,
+        strategy: tf.distribute.Strategy | None = None,
+        monitor: bool = True,
+        summary_writer: tf.summary.SummaryWriter | None = None,
+    ):
+        super().__init__(name="train_step")
+        caller = "TrainStep"
+        if not isinstance(steps_per_call, int) or isinstance(steps_per_call, bool) or steps_per_call < 1:
+            raise ValueError(f"{caller}: steps_per_call must be an int >= 1, got {steps_per_call!r}.")
+        if transform is not None and not isinstance(transform, GradientTransform):
+            raise TypeError(f"{caller}: transform must be a hodiff.transforms transform (e.g. transforms.clip_by_global_norm(1.0)), got {type(transform).__name__}.")
+        self.variables_ = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
+        if not self.variables_:
+            raise ValueError(f"{caller}: there are no variables to train. A Keras model has no weights until it is built: call it once or give it a keras.Input.")
+        self.loss_fn = loss_fn
+        self.optimizer = optimizer
+        self.transform = transform or identity()
+        self.steps_per_call = steps_per_call
+        self.per_step_batches = per_step_batches
+        self.strategy = strategy
+        self.monitor = monitor
+        self.summary_writer = summary_writer
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            optimizer.build(self.variables_)
+            self.transform.build(self.variables_)
+        if strategy is None:
+            self._loss_and_grads = self._local_loss_and_grads
+        else:
+            self._loss_and_grads = self._replicated_loss_and_grads
+            self._compiled_local = tf.function(self._local_loss_and_grads, jit_compile=jit_compile and _xla_reaches_replica_variables(strategy))
+        self._compiled = tf.function(self._steps, jit_compile=jit_compile and strategy is None)
+
+    def _local_loss_and_grads(self, batch: tuple, index: tf.Tensor) -> tuple[tf.Tensor, list]:
+        if self.per_step_batches:
+            batch = tf.nest.map_structure(lambda b: b[index], batch)
+        with tf.GradientTape() as tape:
+            loss = tf.convert_to_tensor(self.loss_fn(*batch))
+        _validate.check_scalar(loss, "TrainStep: loss_fn")
+        return loss, _validate.densify(tape.gradient(loss, self.variables_))
+
+    def _replicated_loss_and_grads(self, batch: Any, index: tf.Tensor) -> tuple[tf.Tensor, list]:
+        """Per-replica gradients (XLA-compiled), then their mean over replicas.
+
+        The mean and everything after it run in cross-replica context: merge_call (which Keras
+        optimizers use) is not allowed inside XLA or tf.cond on CPU replicas.
+        """
+        loss, grads = self.strategy.run(self._compiled_local, args=(batch, index))
+        mean = lambda value: self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
+        return mean(loss), [None if g is None else mean(g) for g in grads]
+
+    def _one_step(self, batch: Any, index: tf.Tensor) -> dict[str, tf.Tensor]:
+        loss, grads = self._loss_and_grads(batch, index)
+        stats = gradient_stats(grads) if self.monitor else {}
+        update = self.transform(grads, self.variables_)
+
+        def apply_update():
+            self.optimizer.apply_gradients([(g, v) for g, v in zip(update.grads, self.variables_) if g is not None])
+            return tf.constant(True)
+
+        applied = tf.cond(update.apply, apply_update, lambda: tf.constant(False))
+        return {"loss": loss, "applied": applied, **update.info, **stats}
+
+    def _steps(self, batch: Any) -> dict[str, tf.Tensor]:
+        outputs = self._one_step(batch, tf.constant(0))
+        losses = tf.TensorArray(outputs["loss"].dtype, size=self.steps_per_call).write(0, outputs["loss"])
+        for i in tf.range(1, self.steps_per_call):
+            outputs = self._one_step(batch, i)
+            losses = losses.write(i, outputs["loss"])
+        return {**outputs, "losses": losses.stack()}
+
+    def _distribute(self, batch: tuple) -> Any:
+        replicas = self.strategy.num_replicas_in_sync
+        axis = 1 if self.per_step_batches else 0
+        for leaf in tf.nest.flatten(batch):
+            if leaf.shape[axis] % replicas:
+                raise ValueError(
+                    f"TrainStep: the global batch of {leaf.shape[axis]} examples (axis {axis} of a "
+                    f"tensor of shape {tuple(leaf.shape)}) does not split evenly over "
+                    f"{replicas} replicas; use a batch size that is a multiple of {replicas}."
+                )
+
+        def local_part(context):
+            def part(leaf):
+                size = leaf.shape[axis] // replicas
+                start = context.replica_id_in_sync_group * size
+                return leaf[:, start:start + size] if axis else leaf[start:start + size]
+
+            return tf.nest.map_structure(part, batch)
+
+        return self.strategy.experimental_distribute_values_from_function(local_part)
+
+    def __call__(self, *batch: Any) -> dict[str, tf.Tensor]:
+        batch = tf.nest.map_structure(tf.convert_to_tensor, batch)
+        if self.per_step_batches:
+            for leaf in tf.nest.flatten(batch):
+                if leaf.shape.rank == 0 or leaf.shape[0] != self.steps_per_call:
+                    raise ValueError(
+                        f"TrainStep: per_step_batches=True needs every batch tensor to have a leading "
+                        f"axis of length steps_per_call={self.steps_per_call}; got shape {tuple(leaf.shape)}."
+                    )
+        if self.strategy is None:
+            outputs = self._compiled(batch)
+        else:
+            outputs = self._compiled(self._distribute(batch))
+        if self.summary_writer is not None and self.monitor:
+            write_summaries(outputs, int(self.optimizer.iterations), self.summary_writer, self.variables_)
+        return outputs
+
+
+def _xla_reaches_replica_variables(strategy: tf.distribute.Strategy) -> bool:
+    devices = strategy.extended.worker_devices
+    return len(devices) == 1 or not any("CPU" in device.upper() for device in devices)
