@@ -161,3 +161,9 @@ def check_vector_field(values: tf.Tensor, x: tf.Tensor, caller: str) -> None:
             f"shape {tuple(x.shape)}; it returned {tuple(values.shape)}. For a scalar field use "
             f"laplacian(u) or partials(u, ...)."
         )
+
+
+def constant(value: Any, dtype: tf.DType) -> tf.Tensor:
+    """``value`` in ``dtype``; a Python float goes straight to ``dtype`` (``tf.cast`` of a
+    Python float passes through float32 and loses digits in float64)."""
+    return tf.cast(value, dtype) if tf.is_tensor(value) else tf.constant(value, dtype)

@@ -186,7 +186,7 @@ def clip_gradient_by_norm(x: tf.Tensor, max_norm: float) -> tf.Tensor:
     @tf.custom_gradient
     def clipped(z):
         def backward(dy):
-            bound = tf.cast(max_norm, dy.dtype)
+            bound = _validate.constant(max_norm, dy.dtype)
             return dy * (bound / tf.maximum(safe_norm(dy), bound))
 
         return tf.identity(z), backward
@@ -221,7 +221,7 @@ def scale_gradient(x: tf.Tensor, scale: float) -> tf.Tensor:
       ```
     """
     x = _float_input(x, "x", "scale_gradient")
-    scale = tf.cast(scale, x.dtype)
+    scale = _validate.constant(scale, x.dtype)
     return scale * x + tf.stop_gradient((1.0 - scale) * x)
 
 

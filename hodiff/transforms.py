@@ -29,6 +29,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import tensorflow as tf
 
+from hodiff import _validate
 from hodiff.stable import safe_norm, safe_sqrt
 
 __all__ = [
@@ -166,7 +167,7 @@ def clip_by_value(max_abs: float) -> GradientTransform:
       A :class:`GradientTransform`.
     """
     _check_bound(max_abs, "max_abs", "clip_by_value")
-    return _PerTensor("clip_by_value", lambda g, v: tf.clip_by_value(g, -tf.cast(max_abs, g.dtype), tf.cast(max_abs, g.dtype)))
+    return _PerTensor("clip_by_value", lambda g, v: tf.clip_by_value(g, -_validate.constant(max_abs, g.dtype), _validate.constant(max_abs, g.dtype)))
 
 
 def clip_by_norm(max_norm: float) -> GradientTransform:
@@ -179,7 +180,7 @@ def clip_by_norm(max_norm: float) -> GradientTransform:
       A :class:`GradientTransform` equal to ``tf.clip_by_norm`` per tensor.
     """
     _check_bound(max_norm, "max_norm", "clip_by_norm")
-    return _PerTensor("clip_by_norm", lambda g, v: tf.clip_by_norm(g, tf.cast(max_norm, g.dtype)))
+    return _PerTensor("clip_by_norm", lambda g, v: tf.clip_by_norm(g, _validate.constant(max_norm, g.dtype)))
 
 
 def clip_by_average_norm(max_norm: float) -> GradientTransform:
@@ -194,7 +195,7 @@ def clip_by_average_norm(max_norm: float) -> GradientTransform:
     _check_bound(max_norm, "max_norm", "clip_by_average_norm")
 
     def clip(g, v):
-        return tf.clip_by_norm(g, tf.cast(max_norm, g.dtype) * tf.cast(tf.size(g), g.dtype))
+        return tf.clip_by_norm(g, _validate.constant(max_norm, g.dtype) * tf.cast(tf.size(g), g.dtype))
 
     return _PerTensor("clip_by_average_norm", clip)
 
@@ -206,7 +207,7 @@ class _ClipByGlobalNorm(GradientTransform):
 
     def update(self, grads, variables, apply):
         norm = global_norm(grads)
-        bound = tf.cast(self.max_norm, norm.dtype)
+        bound = _validate.constant(self.max_norm, norm.dtype)
         scale = bound / tf.maximum(norm, bound)
         return Update(_map(lambda g: g * tf.cast(scale, g.dtype), grads), apply, {"global_norm": norm})
 
@@ -256,7 +257,7 @@ def adaptive_grad_clip(clipping: float = 0.01, eps: float = 1e-3) -> GradientTra
 
     def clip(g, v):
         w = tf.cast(tf.convert_to_tensor(v), g.dtype)
-        max_norm = tf.cast(clipping, g.dtype) * tf.maximum(_unitwise_norm(w), tf.cast(eps, g.dtype))
+        max_norm = _validate.constant(clipping, g.dtype) * tf.maximum(_unitwise_norm(w), _validate.constant(eps, g.dtype))
         g_norm = _unitwise_norm(g)
         return g * (max_norm / tf.maximum(g_norm, max_norm))
 
