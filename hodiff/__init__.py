@@ -2,7 +2,9 @@
 
 Derivatives as composable function transforms (the tapes stay inside), differential operators
 for fields, Taylor-mode Laplacians, stochastic estimators, a scipy-backed Hessian operator and
-scipy reference checks. Everything runs in eager mode, ``tf.function`` and XLA.
+scipy reference checks; stable custom gradients, gradient transforms, multi-task merging,
+gradient monitoring and compiled training steps. Everything runs in eager mode,
+``tf.function`` and XLA.
 """
 
 from hodiff.derivatives import (
@@ -29,7 +31,8 @@ from hodiff.estimators import (
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import OPERATOR_METHODS, divergence, laplacian, partials
 from hodiff.taylor import Jet, forward_jet, forward_laplacian
-from hodiff import checks
+from hodiff import checks, monitor, multitask, penalties, stable, transforms
+from hodiff.step import TrainStep
 
 __version__ = "0.1.0"
 
@@ -38,6 +41,7 @@ __all__ = [
     "OPERATOR_METHODS",
     "Estimate",
     "Jet",
+    "TrainStep",
     "batch_hessian",
     "batch_jacobian",
     "checks",
@@ -55,11 +59,16 @@ __all__ = [
     "jacobian",
     "jvp",
     "laplacian",
+    "monitor",
+    "multitask",
     "newton_cg",
     "nth_derivative",
     "partials",
+    "penalties",
+    "stable",
     "stochastic_divergence",
     "stochastic_laplacian",
+    "transforms",
     "value_and_grad",
     "vjp",
 ]
