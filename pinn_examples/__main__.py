@@ -5,6 +5,7 @@ import importlib
 import sys
 
 EXAMPLES = {
+    "circle": ("pinn_examples.circle", "training loop with clipping, accumulation and non-finite skipping on a circle dataset"),
     "laplacian_check": ("pinn_examples.laplacian_check", "Laplacian of a Keras MLP by three methods, checked against scipy"),
 }
 
