@@ -4,7 +4,7 @@ import argparse
 import importlib
 import sys
 
-SUITES = {"derivatives": "benchmarks.derivatives"}
+SUITES = {"control": "benchmarks.control", "derivatives": "benchmarks.derivatives"}
 
 
 def main(argv=None) -> int:

@@ -42,32 +42,44 @@ def gradient_stats(grads: Sequence[Any]) -> dict[str, tf.Tensor]:
       missing), ``mean_abs`` and ``max_abs`` (over all finite entries), ``nan_count`` and
       ``inf_count`` (int64), ``missing`` (bool per variable: the loss did not reach it).
     """
-    present = [tf.convert_to_tensor(g) for g in grads if g is not None]
-    dtype = present[0].dtype if present else tf.float32
-    norms, abs_sums, maxima, sizes, nans, infs = [], [], [], [], [], []
-    for g in grads:
-        if g is None:
-            norms.append(tf.zeros((), dtype))
-            continue
-        g = tf.cast(g, dtype)
-        finite = tf.math.is_finite(g)
-        magnitude = tf.where(finite, tf.abs(g), tf.zeros_like(g))
-        norms.append(tf.sqrt(tf.reduce_sum(tf.square(magnitude))))
-        abs_sums.append(tf.reduce_sum(magnitude))
-        maxima.append(tf.reduce_max(magnitude))
-        sizes.append(tf.reduce_sum(tf.cast(finite, dtype)))
-        nans.append(tf.math.count_nonzero(tf.math.is_nan(g), dtype=tf.int64))
-        infs.append(tf.math.count_nonzero(tf.math.is_inf(g), dtype=tf.int64))
-    norms = tf.stack(norms) if norms else tf.zeros((0,), dtype)
-    total = lambda values, like: tf.add_n(values) if values else tf.zeros((), like)
+    dtype = _dtype(grads)
+    present = [tf.cast(g, dtype) for g in grads if g is not None]
+    squares = tf.stack([tf.reduce_sum(tf.square(g)) for g in present]) if present else tf.zeros((0,), dtype)
+    # A NaN or Inf entry makes its sum of squares non-finite; only then pay for the masked
+    # statistics and the counts (extra passes over every gradient).
+    stats = tf.cond(tf.reduce_all(tf.math.is_finite(squares)), lambda: _statistics(present, squares, masked=False), lambda: _statistics(present, squares, masked=True))
+    squares = iter(tf.unstack(stats.pop("squares"), num=len(present)))
+    norms = tf.stack([tf.zeros((), dtype) if g is None else tf.sqrt(next(squares)) for g in grads]) if grads else tf.zeros((0,), dtype)
     return {
         "global_norm": tf.sqrt(tf.reduce_sum(tf.square(norms))),
         "norms": norms,
-        "mean_abs": total(abs_sums, dtype) / tf.maximum(total(sizes, dtype), 1.0),
-        "max_abs": tf.reduce_max(tf.stack(maxima)) if maxima else tf.zeros((), dtype),
-        "nan_count": total(nans, tf.int64),
-        "inf_count": total(infs, tf.int64),
+        **stats,
         "missing": tf.constant([g is None for g in grads], tf.bool, shape=(len(grads),)),
+    }
+
+
+def _dtype(grads: Sequence[Any]) -> tf.DType:
+    present = [tf.convert_to_tensor(g) for g in grads if g is not None]
+    return present[0].dtype if present else tf.float32
+
+
+def _statistics(grads: list, squares: tf.Tensor, masked: bool) -> dict[str, tf.Tensor]:
+    """Sums of squares per gradient, mean/max magnitude and NaN/Inf counts over all of them.
+
+    With ``masked``, non-finite entries are counted and left out of the sums; otherwise every
+    entry is finite, ``squares`` is already right and counting is skipped.
+    """
+    dtype = squares.dtype
+    magnitudes = [tf.where(tf.math.is_finite(g), tf.abs(g), tf.zeros_like(g)) if masked else tf.abs(g) for g in grads]
+    sizes = [tf.reduce_sum(tf.cast(tf.math.is_finite(g), dtype)) if masked else tf.cast(tf.size(g), dtype) for g in grads]
+    count = lambda test: tf.add_n([tf.math.count_nonzero(test(g), dtype=tf.int64) for g in grads]) if masked and grads else tf.zeros((), tf.int64)
+    total = lambda values: tf.add_n(values) if values else tf.zeros((), dtype)
+    return {
+        "squares": tf.stack([tf.reduce_sum(tf.square(m)) for m in magnitudes]) if masked and grads else squares,
+        "mean_abs": total([tf.reduce_sum(m) for m in magnitudes]) / tf.maximum(total(sizes), 1.0),
+        "max_abs": tf.reduce_max(tf.stack([tf.reduce_max(m) for m in magnitudes])) if grads else tf.zeros((), dtype),
+        "nan_count": count(tf.math.is_nan),
+        "inf_count": count(tf.math.is_inf),
     }
 
 

@@ -8,7 +8,9 @@ written by the first replica; :mod:`hodiff.step` feeds them all-reduced gradient
 every replica).
 
 ``None`` gradients (variables the loss does not use) stay ``None`` through every transform,
-are ignored by norms and finiteness checks, and are never applied.
+are ignored by norms and finiteness checks, and are never applied. Gradients that come with
+``apply=False`` are not meant to be applied (a skipped step passes its NaN gradients on as
+they are); stateful transforms ignore such calls.
 
 Example:
   ```python
@@ -279,10 +281,8 @@ class _SkipNonfinite(GradientTransform):
         skip = tf.logical_and(apply, tf.logical_not(finite))
         self.total_skips.assign_add(tf.cast(skip, tf.int64))
         self.consecutive_skips.assign(tf.where(skip, self.consecutive_skips + 1, tf.where(apply, tf.constant(0, tf.int64), self.consecutive_skips)))
-        # Zeros rather than NaN downstream, so that later transforms (accumulation) stay clean.
-        cleaned = _map(lambda g: tf.where(finite, g, tf.zeros_like(g)), grads)
         info = {"skipped": skip, "consecutive_skips": self.consecutive_skips.read_value(), "total_skips": self.total_skips.read_value()}
-        return Update(cleaned, tf.logical_and(apply, finite), info)
+        return Update(grads, tf.logical_and(apply, finite), info)
 
 
 def skip_nonfinite() -> GradientTransform:

@@ -55,7 +55,7 @@ def test_adaptive_grad_clip_is_unitwise(run):
     assert_close(update.grads[1], expected_bias, rtol=1e-14)
 
 
-def test_skip_nonfinite_counts_and_zeroes(run):
+def test_skip_nonfinite_counts_and_blocks(run):
     transform = transforms.skip_nonfinite()
     transform.build(VARIABLES)
     step = lambda *g: transform(list(g) + [None], VARIABLES)
@@ -64,7 +64,6 @@ def test_skip_nonfinite_counts_and_zeroes(run):
         update = run(step, *grads)
         assert int(update.info["total_skips"]) == expected_total
     assert int(update.info["consecutive_skips"]) == 1 and not bool(update.apply)
-    assert all(np.all(g.numpy() == 0) for g in update.grads[:2])
 
 
 def test_accumulate_means_over_calls_and_respects_incoming_skips(run):

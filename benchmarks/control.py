@@ -1,0 +1,119 @@
+"""``python -m benchmarks control``: cost of hodiff's compiled training step, side by side.
+
+1. Overhead: hodiff's ``TrainStep`` with accumulation (4 micro-batches), global-norm clipping,
+   non-finite skipping and gradient statistics, against the plain Keras step
+   (``tape.gradient`` + ``optimizer.apply_gradients`` in a ``tf.function(jit_compile=True)``),
+   per micro-batch on the same model and data. Target: at most 1.15x.
+2. Dispatch: ``steps_per_call=100`` against ``steps_per_call=1`` for a small MLP, per step.
+
+Writes ``benchmarks/results/control.json`` and prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from benchmarks.timing import interleaved_median_seconds
+from hodiff import transforms
+from hodiff.step import TrainStep
+
+RESULTS = Path(__file__).parent / "results" / "control.json"
+
+
+def mlp(d_in: int, width: int, depth: int, seed: int = 0) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    layers = [keras.Input((d_in,))] + [keras.layers.Dense(width, activation="relu") for _ in range(depth)]
+    return keras.Sequential(layers + [keras.layers.Dense(1)])
+
+
+def data(batch: int, d_in: int) -> tuple[tf.Tensor, tf.Tensor]:
+    rng = np.random.default_rng(0)
+    return tf.constant(rng.normal(size=(batch, d_in)), tf.float32), tf.constant(rng.normal(size=(batch, 1)), tf.float32)
+
+
+def plain_keras_step(model: keras.Model, optimizer: keras.optimizers.Optimizer):
+    """What a Keras user writes: one compiled step, gradient then apply_gradients."""
+
+    @tf.function(jit_compile=True)
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return step
+
+
+def hodiff_step(model: keras.Model, steps_per_call: int = 1, full: bool = True) -> TrainStep:
+    transform = transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(4), transforms.clip_by_global_norm(1.0)) if full else None
+    loss_fn = lambda x, y: tf.reduce_mean((model(x) - y) ** 2)
+    return TrainStep(loss_fn, model, keras.optimizers.Adam(1e-4), transform=transform, steps_per_call=steps_per_call, monitor=full)
+
+
+def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
+    x, y = data(batch, 32)
+    plain_model, hodiff_model = mlp(32, width, depth), mlp(32, width, depth)
+    plain = plain_keras_step(plain_model, keras.optimizers.Adam(1e-4))
+    step = hodiff_step(hodiff_model)
+    times = interleaved_median_seconds({"keras_apply_gradients": lambda: plain(x, y), "hodiff_train_step": lambda: step(x, y)["loss"]}, repeats=repeats, calls=20)
+    return {"width": width, "depth": depth, "batch": batch, "seconds": times, "ratio": times["hodiff_train_step"] / times["keras_apply_gradients"]}
+
+
+def bench_dispatch(steps_per_call: int, repeats: int) -> dict:
+    x, y = data(32, 2)
+    single, looped = hodiff_step(mlp(2, 16, 2), 1, full=False), hodiff_step(mlp(2, 16, 2), steps_per_call, full=False)
+    times = interleaved_median_seconds({"steps_per_call_1": lambda: single(x, y)["loss"], f"steps_per_call_{steps_per_call}": lambda: looped(x, y)["loss"]}, repeats=repeats, calls=3)
+    per_step = {"steps_per_call_1": times["steps_per_call_1"], f"steps_per_call_{steps_per_call}": times[f"steps_per_call_{steps_per_call}"] / steps_per_call}
+    return {"model": "2-16-16-1 relu MLP, batch 32", "seconds_per_step": per_step, "speedup": per_step["steps_per_call_1"] / per_step[f"steps_per_call_{steps_per_call}"]}
+
+
+def markdown(results: dict) -> str:
+    lines = [
+        "| MLP (width x depth, batch) | Keras apply_gradients (ms/micro-batch) | hodiff TrainStep, accumulate 4 + clip + skip + stats (ms) | ratio |",
+        "|---|---|---|---|",
+    ]
+    for case in results["overhead"]:
+        seconds = case["seconds"]
+        lines.append(f"| {case['width']} x {case['depth']}, {case['batch']} | {1e3 * seconds['keras_apply_gradients']:.3f} | {1e3 * seconds['hodiff_train_step']:.3f} | {case['ratio']:.2f}x |")
+    dispatch = results["dispatch"]
+    (one, many) = dispatch["seconds_per_step"].items()
+    lines += ["", f"| {dispatch['model']} | {one[0]} (ms/step) | {many[0]} (ms/step) | speedup |", "|---|---|---|---|",
+              f"| | {1e3 * one[1]:.4f} | {1e3 * many[1]:.4f} | {dispatch['speedup']:.1f}x |"]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks control", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="one small case, 2 repeats (a smoke run)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    repeats = 2 if args.quick else args.repeats
+    cases = [(64, 2, 64)] if args.quick else [(64, 2, 64), (256, 3, 256), (512, 4, 1024)]
+    results = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "tensorflow": tf.__version__}, "overhead": []}
+    for width, depth, batch in cases:
+        print(f"step overhead: width {width}, depth {depth}, batch {batch} ...", flush=True)
+        results["overhead"].append(bench_overhead(width, depth, batch, repeats))
+    print("steps_per_call ...", flush=True)
+    results["dispatch"] = bench_dispatch(100, repeats)
+    table = markdown(results)
+    print("\n" + table)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
