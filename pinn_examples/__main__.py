@@ -5,6 +5,7 @@ import importlib
 import sys
 
 EXAMPLES = {
+    "burgers": ("pinn_examples.burgers", "viscous Burgers, shock at x = 0, against the Cole-Hopf solution"),
     "circle": ("pinn_examples.circle", "training loop with clipping, accumulation and non-finite skipping on a circle dataset"),
     "laplacian_check": ("pinn_examples.laplacian_check", "Laplacian of a Keras MLP by three methods, checked against scipy"),
 }
