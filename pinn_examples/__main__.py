@@ -5,9 +5,14 @@ import importlib
 import sys
 
 EXAMPLES = {
+    "allen_cahn": ("pinn_examples.allen_cahn", "Allen-Cahn, periodic, against a pseudo-spectral ETDRK4 solution"),
     "burgers": ("pinn_examples.burgers", "viscous Burgers, shock at x = 0, against the Cole-Hopf solution"),
+    "burgers_inverse": ("pinn_examples.burgers_inverse", "recover Burgers' viscosity from 2000 noisy samples"),
     "circle": ("pinn_examples.circle", "training loop with clipping, accumulation and non-finite skipping on a circle dataset"),
+    "heat": ("pinn_examples.heat", "heat equation against the exact solution"),
+    "helmholtz": ("pinn_examples.helmholtz", "Helmholtz with adaptive loss weights against the exact solution"),
     "laplacian_check": ("pinn_examples.laplacian_check", "Laplacian of a Keras MLP by three methods, checked against scipy"),
+    "poisson": ("pinn_examples.poisson", "Poisson with a hard boundary condition against the exact solution"),
 }
 
 

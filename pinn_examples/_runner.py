@@ -132,15 +132,17 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     axes, reference = example.reference()
     trainer = make_trainer(example, settings, args.output, args.resume, args.tensorboard, not args.no_progress)
     print(f"{example.name}: {dataclasses.asdict(settings)}")
+    mesh = np.meshgrid(*axes.values(), indexing="ij")
+    grid = np.stack([m.ravel() for m in mesh], axis=1)
+    initial_error = relative_l2_error(trainer.predict(grid)[:, 0], reference)
     start = time.perf_counter()
     trainer.adam(settings.adam_steps)
     result = trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None
     seconds = time.perf_counter() - start
-    mesh = np.meshgrid(*axes.values(), indexing="ij")
-    prediction = trainer.predict(np.stack([m.ravel() for m in mesh], axis=1))[:, 0].reshape(reference.shape)
+    prediction = trainer.predict(grid)[:, 0].reshape(reference.shape)
     error = relative_l2_error(prediction, reference)
     metrics = {
-        "example": example.name, "relative_l2_error": error, "target": example.target,
+        "example": example.name, "relative_l2_error": error, "target": example.target, "initial_relative_l2_error": initial_error,
         "adam_steps": settings.adam_steps, "lbfgs_iterations": int(result.nit) if result is not None else None,
         "lbfgs_message": str(result.message) if result is not None else None, "wall_seconds": round(seconds, 1),
         "final_loss": trainer.history[-1]["loss"] if trainer.history else None, "settings": dataclasses.asdict(settings),

@@ -194,6 +194,10 @@ class Trainer:
             return
         bar = tqdm(total=steps, initial=done, desc="Adam", disable=not self.progress, unit="step")
         while done < steps:
+            # Resampling happens before a chunk, after the checkpoint of the chunk before, so a
+            # run resumed from that checkpoint resamples exactly as the uninterrupted one.
+            if self.resampling and done and done % self.resampling.every == 0:
+                self._resample(done)
             outputs = self.step()
             done += chunk
             self.adam_steps.assign(done)
@@ -201,8 +205,6 @@ class Trainer:
                 raise FloatingPointError(f"Trainer: the loss became {float(outputs['loss'])} at Adam step {done}; lower the learning rate or check the residual.")
             if self.adaptive_weights and done % self.adaptive_weights.every == 0:
                 self._update_weights()
-            if self.resampling and done % self.resampling.every == 0 and done < steps:
-                self._resample(done)
             if done % self.log_every == 0:
                 row = self._log("adam", done)
                 bar.set_postfix(loss=f"{row['loss']:.3e}")

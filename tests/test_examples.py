@@ -1,0 +1,46 @@
+"""The runnable examples: fast presets train and write their files; the CLI rejects bad input."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from pinn_examples.__main__ import EXAMPLES, main
+
+PDE_EXAMPLES = ["burgers", "heat", "poisson", "helmholtz", "allen_cahn", "burgers_inverse"]
+
+
+@pytest.mark.parametrize("name", PDE_EXAMPLES)
+def test_fast_preset_lowers_loss_and_error_and_writes_results(name, tmp_path):
+    output = tmp_path / name
+    assert main([name, "--preset", "fast", "--output", str(output), "--no-progress"]) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    history = [line.split(",") for line in (output / "history.csv").read_text().splitlines()]
+    loss = [float(row[history[0].index("loss")]) for row in history[1:]]
+    assert loss[-1] < loss[0]
+    with np.load(output / "prediction.npz") as saved:
+        axes = [key for key in saved.files if key not in ("prediction", "reference")]
+        assert saved["prediction"].shape == tuple(len(saved[a]) for a in axes)
+    assert metrics["relative_l2_error"] < metrics["initial_relative_l2_error"]
+    assert {"field.png", "history.png", "checkpoints"} <= set(os.listdir(output))
+
+
+def test_unknown_example_and_bad_flags(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["burgerz"])
+    assert info.value.code == 2 and "invalid choice: 'burgerz'" in capsys.readouterr().err
+    for flags, message in ((["--adam-steps", "-5"], "must be positive"), (["--interior", "many"], "is not a int"),
+                           (["--adam-steps", "150"], "multiple of --steps-per-call=100"), (["--preset", "huge"], "invalid choice")):
+        with pytest.raises(SystemExit):
+            main(["burgers", *flags, "--output", str(tmp_path / "bad")])
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists(), "nothing is written for bad input"
+    with pytest.raises(SystemExit, match="no checkpoints"):
+        main(["heat", "--resume", "--output", str(tmp_path / "never")])
+
+
+def test_listing_names_every_example(capsys):
+    assert main([]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in EXAMPLES)

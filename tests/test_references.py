@@ -1,0 +1,49 @@
+"""The scipy/numpy references behind the examples, checked independently."""
+
+import numpy as np
+import pytest
+
+from pinn_examples import references
+
+NU = 0.01 / np.pi
+
+
+def test_cole_hopf_quadrature_matches_adaptive_quad_near_the_shock():
+    x = np.array([-0.02, -0.004, 0.0, 0.003, 0.01, 0.5])
+    t = np.array([0.25, 0.5, 0.99])
+    gauss_hermite = references.burgers_cole_hopf(x, t, NU)
+    quad = np.array([[references.burgers_quad(xi, ti, NU) for ti in t] for xi in x])
+    np.testing.assert_allclose(gauss_hermite, quad, rtol=0, atol=1e-10)
+    assert np.abs(gauss_hermite).max() > 0.5, "the points straddle the steep shock"
+
+
+def test_cole_hopf_initial_and_boundary_values():
+    x = np.linspace(-1, 1, 9)
+    u = references.burgers_cole_hopf(x, np.array([0.0, 0.3, 0.9]), NU)
+    np.testing.assert_allclose(u[:, 0], -np.sin(np.pi * x), atol=1e-15)
+    np.testing.assert_allclose(u[[0, -1], 1:], 0.0, atol=1e-12)
+    np.testing.assert_allclose(u, -u[::-1], atol=1e-12)                       # odd in x
+
+
+def test_method_of_lines_converges_to_the_exact_heat_solution():
+    x, t = np.linspace(0, 1, 11), np.array([0.0, 0.25, 1.0])  # nodes of both grids
+    exact = references.heat_exact(x, t)
+    errors = [np.abs(references.heat_method_of_lines(x, t, cells=cells) - exact).max() for cells in (50, 100)]
+    assert errors[1] < 1e-4
+    assert 3.5 < errors[0] / errors[1] < 4.5, "second order in space"
+
+
+def test_etdrk4_self_convergence_and_initial_condition():
+    x, t = np.linspace(-1, 1, 17), np.array([0.0, 0.5, 1.0])
+    coarse = references.allen_cahn_etdrk4(x, t, modes=256, dt=4e-4)
+    fine = references.allen_cahn_etdrk4(x, t, modes=512, dt=2e-4)
+    finest = references.allen_cahn_etdrk4(x, t, modes=512, dt=1e-4)
+    np.testing.assert_allclose(fine[:, 0], x**2 * np.cos(np.pi * x), atol=1e-12)
+    assert np.abs(finest - fine).max() < 1e-5
+    assert np.abs(fine - coarse).max() > 4 * np.abs(finest - fine).max(), "the error shrinks with dt"
+    assert np.all(np.abs(finest[:, -1]) <= 1.0 + 1e-6), "the solution stays between the stable states"
+
+
+def test_etdrk4_rejects_times_off_the_step_grid():
+    with pytest.raises(ValueError, match="multiple of dt"):
+        references.allen_cahn_etdrk4(np.zeros(2), np.array([0.00015]))
