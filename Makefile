@@ -20,7 +20,7 @@ slow: $(STAMP)
 	$(PY) -m pytest -m slow -q
 
 demo: $(STAMP)
-	$(PY) -m pinn_examples laplacian_check
+	$(PY) -m pinn_examples burgers
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict

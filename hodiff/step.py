@@ -45,6 +45,10 @@ class TrainStep(tf.Module):
         is split evenly over the replicas along its first (batch) axis.
       monitor: compute :func:`hodiff.monitor.gradient_stats` of the raw (reduced) gradients.
       summary_writer: write the statistics to TensorBoard after each call.
+      gradients_fn: instead of differentiating ``loss_fn`` with one tape, compute
+        ``(loss, gradients, extras)`` with this ``gradients_fn(*batch)`` (e.g. meta-gradients
+        taken task by task); ``extras`` is a dict of scalars added to the outputs. Pass
+        ``loss_fn=None`` then.
 
     Calling the step with a batch returns a dict of tensors from the last step of the call:
     ``loss``, ``losses`` (one per step of the call), ``applied`` (the optimizer ran), what the
@@ -68,7 +72,7 @@ class TrainStep(tf.Module):
 
     def __init__(
         self,
-        loss_fn: Callable[..., tf.Tensor],
+        loss_fn: Callable[..., tf.Tensor] | None,
         variables: keras.Model | Sequence[Any],
         optimizer: keras.optimizers.Optimizer,
         transform: GradientTransform | None = None,
@@ -78,6 +82,7 @@ class TrainStep(tf.Module):
         strategy: tf.distribute.Strategy | None = None,
         monitor: bool = True,
         summary_writer: tf.summary.SummaryWriter | None = None,
+        gradients_fn: Callable[..., tuple] | None = None,
     ):
         super().__init__(name="train_step")
         caller = "TrainStep"
@@ -88,7 +93,9 @@ class TrainStep(tf.Module):
         self.variables_ = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
         if not self.variables_:
             raise ValueError(f"{caller}: there are no variables to train. A Keras model has no weights until it is built: call it once or give it a keras.Input.")
-        self.loss_fn = loss_fn
+        if (loss_fn is None) == (gradients_fn is None):
+            raise ValueError(f"{caller}: pass exactly one of loss_fn (differentiated with a tape) and gradients_fn (returns loss, gradients and extras).")
+        self.loss_fn, self.gradients_fn = loss_fn, gradients_fn
         self.optimizer = optimizer
         self.transform = transform or identity()
         self.steps_per_call = steps_per_call
@@ -106,26 +113,29 @@ class TrainStep(tf.Module):
             self._compiled_local = tf.function(self._local_loss_and_grads, jit_compile=jit_compile and _xla_reaches_replica_variables(strategy))
         self._compiled = tf.function(self._steps, jit_compile=jit_compile and strategy is None)
 
-    def _local_loss_and_grads(self, batch: tuple, index: tf.Tensor) -> tuple[tf.Tensor, list]:
+    def _local_loss_and_grads(self, batch: tuple, index: tf.Tensor) -> tuple[tf.Tensor, list, dict]:
         if self.per_step_batches:
             batch = tf.nest.map_structure(lambda b: b[index], batch)
+        if self.gradients_fn is not None:
+            loss, grads, extras = self.gradients_fn(*batch)
+            return tf.convert_to_tensor(loss), _validate.densify(list(grads)), dict(extras)
         with tf.GradientTape() as tape:
             loss = tf.convert_to_tensor(self.loss_fn(*batch))
         _validate.check_scalar(loss, "TrainStep: loss_fn")
-        return loss, _validate.densify(tape.gradient(loss, self.variables_))
+        return loss, _validate.densify(tape.gradient(loss, self.variables_)), {}
 
-    def _replicated_loss_and_grads(self, batch: Any, index: tf.Tensor) -> tuple[tf.Tensor, list]:
+    def _replicated_loss_and_grads(self, batch: Any, index: tf.Tensor) -> tuple[tf.Tensor, list, dict]:
         """Per-replica gradients (XLA-compiled), then their mean over replicas.
 
         The mean and everything after it run in cross-replica context: merge_call (which Keras
         optimizers use) is not allowed inside XLA or tf.cond on CPU replicas.
         """
-        loss, grads = self.strategy.run(self._compiled_local, args=(batch, index))
+        loss, grads, extras = self.strategy.run(self._compiled_local, args=(batch, index))
         mean = lambda value: self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
-        return mean(loss), [None if g is None else mean(g) for g in grads]
+        return mean(loss), [None if g is None else mean(g) for g in grads], {k: mean(v) for k, v in extras.items()}
 
     def _one_step(self, batch: Any, index: tf.Tensor) -> dict[str, tf.Tensor]:
-        loss, grads = self._loss_and_grads(batch, index)
+        loss, grads, extras = self._loss_and_grads(batch, index)
         stats = gradient_stats(grads) if self.monitor else {}
         update = self.transform(grads, self.variables_)
 
@@ -134,7 +144,7 @@ class TrainStep(tf.Module):
             return tf.constant(True)
 
         applied = tf.cond(update.apply, apply_update, lambda: tf.constant(False))
-        return {"loss": loss, "applied": applied, **update.info, **stats}
+        return {"loss": loss, "applied": applied, **extras, **update.info, **stats}
 
     def _steps(self, batch: Any) -> dict[str, tf.Tensor]:
         outputs = self._one_step(batch, tf.constant(0))
