@@ -169,14 +169,37 @@ def inner_loop(
             grads = tape.gradient(loss, list(current), unconnected_gradients=tf.UnconnectedGradients.ZERO)
             if first_order:
                 grads = [tf.stop_gradient(g) for g in grads]
-            updated = [p - tf.cast(r, p.dtype) * g if keep else p for p, g, r, keep in zip(current, grads, rates, adapt)]
+            updated = [p - _validate.constant(r, p.dtype) * g if keep else p for p, g, r, keep in zip(current, grads, rates, adapt)]
             return [loss] + updated
 
-        result = tf.recompute_grad(one_step)(*params) if recompute else one_step(*params)
+        result = _recomputed(one_step)(*params) if recompute else one_step(*params)
         losses.append(result[0])
         params = list(result[1:])
     stacked = tf.stack(losses) if losses else tf.zeros((0,))
     return params, stacked
+
+
+def _recomputed(fn: Callable[..., list]) -> Callable[..., list]:
+    """``fn`` whose activations are recomputed from its inputs in the backward pass.
+
+    ``tf.recompute_grad`` gives wrong gradients for a function that itself takes a gradient (an
+    inner step), so this is the same idea written for it: the forward runs without recording,
+    the backward reruns ``fn`` under a tape from the inputs and the upstream gradients only.
+    """
+
+    @tf.custom_gradient
+    def wrapped(*inputs):
+        outputs = fn(*inputs)  # custom_gradient keeps outer tapes from recording this
+
+        def backward(*upstream):
+            with tf.GradientTape() as tape:
+                tape.watch(inputs)
+                again = fn(*inputs)
+            return tape.gradient(again, list(inputs), output_gradients=list(upstream), unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+        return outputs, backward
+
+    return wrapped
 
 
 class MetaLearner(tf.Module):

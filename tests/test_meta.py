@@ -1,0 +1,129 @@
+"""MAML-family meta-gradients against scipy finite differences, in every mode; errors."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hodiff
+from hodiff.checks import assert_close, check_grads, in_mode
+from hodiff.meta import FunctionalModel, MetaLearner, inner_loop
+
+RNG = np.random.default_rng(0)
+SUPPORT = (tf.constant(RNG.uniform(-2, 2, (6, 1))), tf.constant(RNG.normal(size=(6, 1))))
+QUERY = (tf.constant(RNG.uniform(-2, 2, (5, 1))), tf.constant(RNG.normal(size=(5, 1))))
+mse = lambda prediction, target: tf.reduce_mean((prediction - target) ** 2)
+
+
+def small_model(dtype="float64", seed=0):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((1,), dtype=dtype), keras.layers.Dense(4, activation="tanh", dtype=dtype), keras.layers.Dense(1, dtype=dtype)])
+
+
+FUNCTIONAL = FunctionalModel(small_model())
+SHAPES = [tuple(v.shape) for v in FUNCTIONAL.variables]
+SIZES = [int(np.prod(s)) for s in SHAPES]
+THETA = tf.constant(np.concatenate([v.numpy().ravel() for v in FUNCTIONAL.variables]))
+
+
+def unflatten(theta):
+    return [tf.reshape(part, shape) for part, shape in zip(tf.split(theta, SIZES), SHAPES)]
+
+
+def query_loss_after_adaptation(theta, first_order=False, steps=2, learning_rate=0.1):
+    adapted, _ = inner_loop(FUNCTIONAL, unflatten(theta), mse, SUPPORT, steps, learning_rate, first_order=first_order)
+    return mse(FUNCTIONAL(adapted, QUERY[0]), QUERY[1])
+
+
+def test_second_order_meta_gradient_matches_scipy_in_every_mode():
+    check_grads(query_loss_after_adaptation, (THETA,), order=1, rtol=1e-6)
+
+
+def test_first_order_differs_by_exactly_the_dropped_hessian_term(run):
+    alpha = 0.1
+    support_loss = lambda theta: mse(FUNCTIONAL(unflatten(theta), SUPPORT[0]), SUPPORT[1])
+    maml = run(hodiff.grad(lambda t: query_loss_after_adaptation(t, steps=1, learning_rate=alpha)), THETA)
+    fomaml = run(hodiff.grad(lambda t: query_loss_after_adaptation(t, first_order=True, steps=1, learning_rate=alpha)), THETA)
+    adapted = THETA - alpha * hodiff.grad(support_loss)(THETA)
+    query_gradient = hodiff.grad(lambda t: mse(FUNCTIONAL(unflatten(t), QUERY[0]), QUERY[1]))(adapted)
+    # MAML = (I - alpha H_support) g_query; FOMAML = g_query
+    dropped = alpha * hodiff.hvp(support_loss, THETA, query_gradient)
+    assert_close(np.asarray(fomaml) - np.asarray(maml), dropped, rtol=1e-10, atol=1e-13)
+    assert np.abs(dropped).max() > 1e-3, "the Hessian term is not negligible here"
+
+
+def task_batch(tasks=3, dtype=np.float64):
+    rng = np.random.default_rng(1)
+    amplitude, phase = rng.uniform(0.5, 2, (tasks, 1, 1)), rng.uniform(0, np.pi, (tasks, 1, 1))
+    xs, xq = rng.uniform(-3, 3, (tasks, 5, 1)), rng.uniform(-3, 3, (tasks, 7, 1))
+    return [tf.constant(a, dtype) for a in (xs, amplitude * np.sin(xs - phase), xq, amplitude * np.sin(xq - phase))]
+
+
+@pytest.mark.parametrize("variant", ["maml", "fomaml", "meta_sgd", "maml++", "anil"])
+def test_meta_learner_gradient_is_the_mean_of_task_gradients_and_agrees_across_modes(variant):
+    batch = task_batch()
+    results = {}
+    for mode in ("eager", "graph", "xla"):
+        learner = MetaLearner(small_model(), mse, variant=variant, inner_steps=2, inner_learning_rate=0.05, jit_compile=False)
+        results[mode] = in_mode(learner._meta_gradients, mode)(*batch)
+    for mode in ("graph", "xla"):
+        for a, b in zip(results["eager"][1], results[mode][1]):
+            assert_close(b, a, rtol=1e-10, atol=1e-12)
+    learner = MetaLearner(small_model(), mse, variant=variant, inner_steps=2, inner_learning_rate=0.05)
+    loss, grads, extras = learner._meta_gradients(*batch)
+    per_task = []
+    for index in range(3):
+        with tf.GradientTape() as tape:
+            task_loss, _ = learner.task_loss(learner.functional.parameters(), learner.rates(), *[b[index] for b in batch])
+        per_task.append(tape.gradient(task_loss, learner.functional.variables + learner.learned_rates, unconnected_gradients="zero"))
+    for g, *task_grads in zip(grads, *per_task):
+        assert_close(g, np.mean(task_grads, axis=0), rtol=1e-12, atol=1e-14)
+    if variant in ("meta_sgd", "maml++"):
+        assert all(np.abs(g).max() > 0 for g in grads[len(learner.functional.variables):]), "learned rates get gradients"
+    if variant == "anil":
+        before = [v.numpy().copy() for v in learner.functional.variables]
+        adapted, _ = learner.adapt_parameters(batch[0][0], batch[1][0], steps=3)
+        assert np.array_equal(adapted[0].numpy(), before[0]) and not np.array_equal(adapted[-1].numpy(), before[-1])
+
+
+def test_meta_step_trains_and_recompute_gives_the_same_gradient():
+    batch = task_batch(4, np.float32)
+    learner = MetaLearner(small_model("float32"), mse, inner_steps=3, inner_learning_rate=0.05, outer_optimizer=keras.optimizers.Adam(1e-2))
+    first = float(learner.meta_step(*batch)["loss"])
+    for _ in range(30):
+        outputs = learner.meta_step(*batch)
+    assert float(outputs["loss"]) < first and "support_loss" in outputs
+    plain = MetaLearner(small_model(), mse, inner_steps=3, jit_compile=False)._meta_gradients(*task_batch())
+    recomputed = MetaLearner(small_model(), mse, inner_steps=3, recompute=True, jit_compile=False)._meta_gradients(*task_batch())
+    for a, b in zip(plain[1], recomputed[1]):
+        assert_close(b, a, rtol=1e-10, atol=1e-12)
+
+
+def test_batch_norm_is_an_error_or_uses_batch_statistics():
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(4), keras.layers.BatchNormalization(), keras.layers.Dense(1)])
+    with pytest.raises(ValueError, match="running statistics.*batch_statistics=True"):
+        FunctionalModel(model)
+    functional = FunctionalModel(model, batch_statistics=True)
+    moving = [v.numpy().copy() for v in model.non_trainable_variables]
+    adapted, _ = inner_loop(functional, functional.parameters(), mse, (tf.random.normal((8, 1)), tf.random.normal((8, 1))), 2, 0.1)
+    assert all(np.array_equal(a, v.numpy()) for a, v in zip(moving, model.non_trainable_variables)), "running averages untouched"
+
+
+def test_bad_input():
+    functional = FunctionalModel(small_model())
+    with pytest.raises(ValueError, match="got 3 parameter tensors for 4 parameters"):
+        functional(functional.parameters()[:3], SUPPORT[0])
+    with pytest.raises(ValueError, match="different orders"):
+        functional(functional.parameters()[::-1], SUPPORT[0])
+    with pytest.raises(ValueError, match="no weights yet"):
+        FunctionalModel(keras.Sequential([keras.layers.Dense(1)]))
+    with pytest.raises(ValueError, match="steps must be an int >= 0"):
+        inner_loop(functional, functional.parameters(), mse, SUPPORT, -1, 0.1)
+    with pytest.raises(ValueError, match="variant 'reptile'"):
+        MetaLearner(small_model(), mse, variant="reptile")
+    learner = MetaLearner(small_model(), mse, jit_compile=False)
+    xs, ys, xq, yq = task_batch()
+    with pytest.raises(ValueError, match="differing numbers of tasks"):
+        learner.meta_step(xs, ys, xq[:2], yq[:2])
+    with pytest.raises(ValueError, match="leading task axis"):
+        learner.meta_step(xs[0, :, 0], ys, xq, yq)
