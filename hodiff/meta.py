@@ -26,7 +26,7 @@ Example:
   f = FunctionalModel(model)
   x, y = tf.random.normal((10, 1)), tf.random.normal((10, 1))
   mse = lambda prediction, target: tf.reduce_mean((prediction - target) ** 2)
-  adapted, losses = inner_loop(f, f.parameters(), mse, (x, y), steps=5, learning_rate=0.01)
+  adapted, losses = inner_loop(lambda p: mse(f(p, x), y), f.parameters(), steps=5, learning_rate=0.01)
   assert losses.shape == (5,) and len(adapted) == len(model.trainable_variables)
   ```
 """
@@ -117,34 +117,32 @@ def _check_steps(steps: int, caller: str) -> None:
 
 
 def inner_loop(
-    model: FunctionalModel,
+    objective: Callable[[list[tf.Tensor]], tf.Tensor],
     params: Sequence[tf.Tensor],
-    loss_fn: Loss,
-    support: tuple[Any, Any],
     steps: int,
     learning_rate: Any,
     first_order: bool = False,
     adapt: Sequence[bool] | None = None,
     recompute: bool = False,
 ) -> tuple[list[tf.Tensor], tf.Tensor]:
-    """``steps`` steps of gradient descent on one task's support loss.
+    """``steps`` steps of gradient descent on one task's objective (its support loss).
 
     Args:
-      model: a :class:`FunctionalModel`.
+      objective: ``objective(params) -> scalar``, e.g.
+        ``lambda p: mse(model(p, x_support), y_support)`` with a :class:`FunctionalModel`, or a
+        PINN residual loss of ``p``.
       params: the starting parameters (tensors; differentiate w.r.t. them for MAML).
-      loss_fn: ``loss_fn(prediction, target) -> scalar``.
-      support: ``(x, y)`` of the task.
       steps: number of inner steps, >= 0 (unrolled in Python).
       learning_rate: a scalar, a list with one tensor per parameter (Meta-SGD), or a function
         of the step index returning either (MAML++'s per-step rates).
       first_order: drop the second-order terms (FOMAML): inner gradients are constants to
         outer tapes.
       adapt: one bool per parameter; ``False`` keeps it fixed (ANIL adapts only the head).
-      recompute: wrap each inner step in ``tf.recompute_grad`` so that the outer gradient
-        recomputes its activations instead of storing them (memory for many steps).
+      recompute: recompute each inner step's activations in the backward pass instead of
+        storing them (memory for many steps).
 
     Returns:
-      ``(adapted_params, losses)``: the parameters after the last step and the support loss
+      ``(adapted_params, losses)``: the parameters after the last step and the objective
       before each step, shape ``(steps,)``.
     """
     caller = "inner_loop"
@@ -153,7 +151,6 @@ def inner_loop(
     adapt = [True] * len(params) if adapt is None else list(adapt)
     if len(adapt) != len(params):
         raise ValueError(f"{caller}: adapt has {len(adapt)} entries for {len(params)} parameters.")
-    x, y = support
     losses = []
     for step in range(steps):
         rate = learning_rate(step) if callable(learning_rate) else learning_rate
@@ -164,8 +161,8 @@ def inner_loop(
         def one_step(*current):
             with tf.GradientTape() as tape:
                 tape.watch(current)
-                loss = loss_fn(model(list(current), x), y)
-            _validate.check_scalar(loss, f"{caller}: loss_fn")
+                loss = objective(list(current))
+            _validate.check_scalar(loss, f"{caller}: objective")
             grads = tape.gradient(loss, list(current), unconnected_gradients=tf.UnconnectedGradients.ZERO)
             if first_order:
                 grads = [tf.stop_gradient(g) for g in grads]
@@ -208,6 +205,8 @@ class MetaLearner(tf.Module):
     Args:
       model: a built Keras model (or a :class:`FunctionalModel`).
       loss_fn: ``loss_fn(prediction, target) -> scalar`` for support and query sets.
+      task_objective: instead of ``loss_fn``, ``task_objective(model, params, x, y) -> scalar``
+        for tasks whose loss is not a function of predictions alone (a PINN residual).
       variant: one of ``"maml"``, ``"fomaml"``, ``"meta_sgd"``, ``"maml++"``, ``"anil"``.
       inner_steps: inner gradient steps during meta-training.
       inner_learning_rate: initial inner learning rate (learned for Meta-SGD and MAML++).
@@ -227,7 +226,7 @@ class MetaLearner(tf.Module):
     def __init__(
         self,
         model: keras.Model | FunctionalModel,
-        loss_fn: Loss,
+        loss_fn: Loss | None = None,
         variant: str = "maml",
         inner_steps: int = 1,
         inner_learning_rate: float = 0.01,
@@ -237,6 +236,7 @@ class MetaLearner(tf.Module):
         multi_step_weights: Sequence[float] | None = None,
         recompute: bool = False,
         jit_compile: bool = True,
+        task_objective: Callable[..., tf.Tensor] | None = None,
     ):
         super().__init__(name="meta_learner")
         from hodiff.step import TrainStep
@@ -245,7 +245,13 @@ class MetaLearner(tf.Module):
             raise ValueError(f"MetaLearner: variant {variant!r} is not one of {META_VARIANTS}.")
         _check_steps(inner_steps, "MetaLearner")
         self.functional = model if isinstance(model, FunctionalModel) else FunctionalModel(model)
-        self.loss_fn, self.variant, self.inner_steps, self.recompute = loss_fn, variant, inner_steps, recompute
+        if (loss_fn is None) == (task_objective is None):
+            raise ValueError("MetaLearner: pass exactly one of loss_fn(prediction, target) (supervised tasks) and task_objective(model, params, x, y) (e.g. a PINN residual loss).")
+        if task_objective is None:
+            self.objective = lambda params, x, y: loss_fn(self.functional(params, x), y)
+        else:
+            self.objective = lambda params, x, y: task_objective(self.functional, params, x, y)
+        self.variant, self.inner_steps, self.recompute = variant, inner_steps, recompute
         params = self.functional.variables
         self.learned_rates: list[tf.Variable] = []
         if variant == "meta_sgd":
@@ -278,27 +284,29 @@ class MetaLearner(tf.Module):
         steps = self.inner_steps if steps is None else steps
         first_order = self.variant == "fomaml" if first_order is None else first_order
         params = self.functional.parameters() if params is None else params
-        return inner_loop(self.functional, params, self.loss_fn, (support_x, support_y), steps, self.rates(), first_order, self.adapt, self.recompute)
+        return inner_loop(lambda p: self.objective(p, support_x, support_y), params, steps, self.rates(), first_order, self.adapt, self.recompute)
 
-    def task_loss(self, params: Sequence[tf.Tensor], rates: Any, support_x, support_y, query_x, query_y) -> tuple[tf.Tensor, tf.Tensor]:
-        """Query loss after adaptation from ``params`` (weighted over steps for MAML++)."""
-        first_order = self.variant == "fomaml"
+    def adapted_query_loss(self, params: Sequence[tf.Tensor], support_x, support_y, query_x, query_y) -> tuple[tf.Tensor, tf.Tensor]:
+        """Query loss after adapting ``params`` to the support set (weighted over steps for
+        MAML++), and the support loss before adaptation."""
+        rates, first_order = self.rates(), self.variant == "fomaml"
+        support = lambda p: self.objective(p, support_x, support_y)
         query, current, support_losses = [], list(params), []
         for step in range(self.inner_steps):
-            step_rates = rates(step) if callable(rates) else rates
-            current, losses = inner_loop(self.functional, current, self.loss_fn, (support_x, support_y), 1, step_rates, first_order, self.adapt, self.recompute)
+            current, losses = inner_loop(support, current, 1, rates(step) if callable(rates) else rates, first_order, self.adapt, self.recompute)
             support_losses.append(losses[0])
             if self.multi_step_weights[step]:
-                query.append(self.multi_step_weights[step] * self.loss_fn(self.functional(current, query_x), query_y))
+                query.append(self.multi_step_weights[step] * self.objective(current, query_x, query_y))
         if not self.inner_steps:
-            return self.loss_fn(self.functional(current, query_x), query_y), tf.zeros(())
+            return self.objective(current, query_x, query_y), tf.zeros(())
         return tf.add_n(query), support_losses[0]
 
     def _meta_gradients(self, support_x, support_y, query_x, query_y) -> tuple[tf.Tensor, list, dict]:
         """Mean query loss over tasks and its gradient w.r.t. the initial parameters (and rates).
 
-        Returns ``(loss, gradients, extras)`` for :class:`hodiff.TrainStep`. Each task's meta-gradient is taken inside the task loop (a fresh tape per task), so
-        the loop itself is never differentiated.
+        Returns ``(loss, gradients, extras)`` for :class:`hodiff.TrainStep`. Each task's
+        meta-gradient is taken inside the task loop (a fresh tape per task), so the loop itself
+        is never differentiated.
         """
         _check_task_batch(support_x, support_y, query_x, query_y)
         variables = list(self.functional.variables) + self.learned_rates
@@ -306,8 +314,7 @@ class MetaLearner(tf.Module):
 
         def one_task(index):
             with tf.GradientTape() as tape:
-                params, rates = self.functional.parameters(), self.rates()
-                query_loss, support_loss = self.task_loss(params, rates, support_x[index], support_y[index], query_x[index], query_y[index])
+                query_loss, support_loss = self.adapted_query_loss(self.functional.parameters(), support_x[index], support_y[index], query_x[index], query_y[index])
             grads = tape.gradient(query_loss, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
             return query_loss, support_loss, grads
 

@@ -31,7 +31,7 @@ def unflatten(theta):
 
 
 def query_loss_after_adaptation(theta, first_order=False, steps=2, learning_rate=0.1):
-    adapted, _ = inner_loop(FUNCTIONAL, unflatten(theta), mse, SUPPORT, steps, learning_rate, first_order=first_order)
+    adapted, _ = inner_loop(lambda p: mse(FUNCTIONAL(p, SUPPORT[0]), SUPPORT[1]), unflatten(theta), steps, learning_rate, first_order=first_order)
     return mse(FUNCTIONAL(adapted, QUERY[0]), QUERY[1])
 
 
@@ -74,7 +74,7 @@ def test_meta_learner_gradient_is_the_mean_of_task_gradients_and_agrees_across_m
     per_task = []
     for index in range(3):
         with tf.GradientTape() as tape:
-            task_loss, _ = learner.task_loss(learner.functional.parameters(), learner.rates(), *[b[index] for b in batch])
+            task_loss, _ = learner.adapted_query_loss(learner.functional.parameters(), *[b[index] for b in batch])
         per_task.append(tape.gradient(task_loss, learner.functional.variables + learner.learned_rates, unconnected_gradients="zero"))
     for g, *task_grads in zip(grads, *per_task):
         assert_close(g, np.mean(task_grads, axis=0), rtol=1e-12, atol=1e-14)
@@ -105,7 +105,8 @@ def test_batch_norm_is_an_error_or_uses_batch_statistics():
         FunctionalModel(model)
     functional = FunctionalModel(model, batch_statistics=True)
     moving = [v.numpy().copy() for v in model.non_trainable_variables]
-    adapted, _ = inner_loop(functional, functional.parameters(), mse, (tf.random.normal((8, 1)), tf.random.normal((8, 1))), 2, 0.1)
+    x, y = tf.random.normal((8, 1)), tf.random.normal((8, 1))
+    adapted, _ = inner_loop(lambda p: mse(functional(p, x), y), functional.parameters(), 2, 0.1)
     assert all(np.array_equal(a, v.numpy()) for a, v in zip(moving, model.non_trainable_variables)), "running averages untouched"
 
 
@@ -118,7 +119,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="no weights yet"):
         FunctionalModel(keras.Sequential([keras.layers.Dense(1)]))
     with pytest.raises(ValueError, match="steps must be an int >= 0"):
-        inner_loop(functional, functional.parameters(), mse, SUPPORT, -1, 0.1)
+        inner_loop(lambda p: mse(functional(p, SUPPORT[0]), SUPPORT[1]), functional.parameters(), -1, 0.1)
+    with pytest.raises(ValueError, match="exactly one of loss_fn"):
+        MetaLearner(small_model())
     with pytest.raises(ValueError, match="variant 'reptile'"):
         MetaLearner(small_model(), mse, variant="reptile")
     learner = MetaLearner(small_model(), mse, jit_compile=False)
