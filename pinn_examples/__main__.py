@@ -12,6 +12,8 @@ EXAMPLES = {
     "heat": ("pinn_examples.heat", "heat equation against the exact solution"),
     "helmholtz": ("pinn_examples.helmholtz", "Helmholtz with adaptive loss weights against the exact solution"),
     "laplacian_check": ("pinn_examples.laplacian_check", "Laplacian of a Keras MLP by three methods, checked against scipy"),
+    "maml_pinn": ("pinn_examples.maml_pinn", "meta-learned PINN initialisation for a Poisson family: adaptation steps vs random init"),
+    "maml_sinusoid": ("pinn_examples.maml_sinusoid", "MAML, FOMAML and Meta-SGD on Finn et al.'s sinusoid benchmark"),
     "poisson": ("pinn_examples.poisson", "Poisson with a hard boundary condition against the exact solution"),
 }
 
