@@ -37,6 +37,7 @@ class Settings:
     checkpoint_every: int = 500
     adaptive_weights: bool = False
     resample_every: int = 0
+    causal_epsilon: float = 0.0
     seed: int = 0
 
 
@@ -118,6 +119,7 @@ def make_trainer(example: Example, settings: Settings, output: str | None, resum
         checkpoint_every=settings.checkpoint_every,
         adaptive_weights=pinn.AdaptiveWeights(every=settings.steps_per_call * 10) if settings.adaptive_weights else None,
         resampling=pinn.Resampling(every=settings.resample_every) if settings.resample_every else None,
+        causal=pinn.CausalWeights(epsilon=settings.causal_epsilon) if settings.causal_epsilon else None,
         output_dir=output, resume=resume, tensorboard=tensorboard, progress=progress,
     )
 

@@ -6,10 +6,10 @@ from hodiff.pinn.conditions import Data, Dirichlet, Initial, Neumann, Periodic
 from hodiff.pinn.geometry import Box, Interval, Rectangle, TimeDomain
 from hodiff.pinn.networks import FourierFeatures, mlp
 from hodiff.pinn.problem import Problem
-from hodiff.pinn.trainer import AdaptiveWeights, Resampling, Trainer, relative_l2_error
+from hodiff.pinn.trainer import AdaptiveWeights, CausalWeights, Resampling, Trainer, relative_l2_error
 
 __all__ = [
-    "AdaptiveWeights", "Box", "Data", "Dirichlet", "FourierFeatures", "Initial", "Interval", "Neumann",
+    "AdaptiveWeights", "Box", "CausalWeights", "Data", "Dirichlet", "FourierFeatures", "Initial", "Interval", "Neumann",
     "Periodic", "Problem", "Rectangle", "Resampling", "TimeDomain", "Trainer", "conditions", "geometry",
     "mlp", "relative_l2_error",
 ]

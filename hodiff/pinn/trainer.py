@@ -24,10 +24,11 @@ import scipy.optimize
 import tensorflow as tf
 from tqdm.auto import tqdm
 
+from hodiff import _validate
 from hodiff.pinn.problem import Problem
 from hodiff.step import TrainStep
 
-__all__ = ["Trainer", "AdaptiveWeights", "Resampling"]
+__all__ = ["Trainer", "AdaptiveWeights", "Resampling", "CausalWeights"]
 
 
 @dataclasses.dataclass
@@ -65,6 +66,24 @@ class Resampling:
     c: float = 1.0
 
 
+@dataclasses.dataclass
+class CausalWeights:
+    """Causal training for time-dependent problems (Wang, Sankaran & Perdikaris 2024).
+
+    The interior points are grouped into ``bins`` time slices; slice ``i``'s mean squared
+    residual ``L_i`` is weighted by ``exp(-epsilon * sum_{k<i} L_k)`` (held constant in the
+    gradient), so later times are fitted only once earlier times are. It keeps a PINN from
+    settling on a solution that ignores the initial condition (Allen-Cahn's unstable u = 0).
+
+    References:
+      Wang, Sankaran & Perdikaris (2024), "Respecting causality for training physics-informed
+      neural networks", CMAME 421.
+    """
+
+    epsilon: float = 1.0
+    bins: int = 32
+
+
 def _check_every(value: int, steps_per_call: int, name: str) -> None:
     if not isinstance(value, int) or value < 1 or value % steps_per_call:
         raise ValueError(f"Trainer: {name}={value!r} must be a positive multiple of steps_per_call={steps_per_call} (events happen between compiled calls).")
@@ -85,6 +104,7 @@ class Trainer:
       checkpoint_every: Adam steps between checkpoints (needs ``output_dir``).
       adaptive_weights: an :class:`AdaptiveWeights` or ``None``.
       resampling: a :class:`Resampling` or ``None``.
+      causal: a :class:`CausalWeights` (time-dependent problems) or ``None``.
       output_dir: where ``history.csv``, ``checkpoints/`` and ``tensorboard/`` go.
       resume: restore the latest checkpoint in ``output_dir`` and continue from it.
       tensorboard: also write the history as TensorBoard scalars.
@@ -104,6 +124,7 @@ class Trainer:
         checkpoint_every: int = 1000,
         adaptive_weights: AdaptiveWeights | None = None,
         resampling: Resampling | None = None,
+        causal: CausalWeights | None = None,
         output_dir: str | None = None,
         resume: bool = False,
         tensorboard: bool = False,
@@ -114,13 +135,15 @@ class Trainer:
         for option in (adaptive_weights, resampling):
             if option is not None:
                 _check_every(option.every, steps_per_call, f"{type(option).__name__}.every")
+        if causal is not None and problem.domain.time is None:
+            raise ValueError("Trainer: causal weights need a time coordinate; the domain has none.")
         if resume and output_dir is None:
             raise ValueError("Trainer: resume=True needs output_dir, where the checkpoints are.")
         if not model.built or not model.weights:
             raise ValueError("Trainer: the model has no weights yet; give it a keras.Input(shape=(d,)) or call it once.")
         self.problem, self.model, self.seed, self.sampling = problem, model, seed, sampling
         self.log_every, self.checkpoint_every, self.progress = log_every, checkpoint_every, progress
-        self.adaptive_weights, self.resampling, self.output_dir = adaptive_weights, resampling, output_dir
+        self.adaptive_weights, self.resampling, self.causal, self.output_dir = adaptive_weights, resampling, causal, output_dir
         self.dtype = tf.as_dtype(model.weights[0].dtype)
         self.solution = problem.solution(model)
 
@@ -172,12 +195,23 @@ class Trainer:
     def _loss_terms(self, interior: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
         """Mean squared residual of every term."""
         interior = self.interior if interior is None else interior
-        residuals = self.problem.pde_residuals(self.solution, tf.convert_to_tensor(interior), self.parameters)
-        terms = dict(zip(self.problem.residual_names, (tf.reduce_mean(tf.square(r)) for r in residuals)))
+        interior = tf.convert_to_tensor(interior)
+        residuals = self.problem.pde_residuals(self.solution, interior, self.parameters)
+        mean_square = self._causal_mean if self.causal else tf.reduce_mean
+        terms = {name: mean_square(tf.square(r), interior) if self.causal else mean_square(tf.square(r)) for name, r in zip(self.problem.residual_names, residuals)}
         for condition, arrays in zip(self.problem.conditions, self.condition_arrays):
             values = {k: tf.convert_to_tensor(v) for k, v in arrays.items()}
             terms[condition.name] = tf.reduce_mean(tf.square(self.problem.condition_residual(condition, self.solution, values)))
         return terms
+
+    def _causal_mean(self, squares: tf.Tensor, points: tf.Tensor) -> tf.Tensor:
+        domain, bins = self.problem.domain, self.causal.bins
+        start, end = domain.bounds[domain.time]
+        t = points[:, domain.coords.index(domain.time)]
+        index = tf.clip_by_value(tf.cast((t - start) / (end - start) * bins, tf.int32), 0, bins - 1)
+        per_bin = tf.math.unsorted_segment_mean(squares, index, bins)
+        weights = tf.stop_gradient(tf.exp(-_validate.constant(self.causal.epsilon, squares.dtype) * tf.cumsum(per_bin, exclusive=True)))
+        return tf.reduce_mean(weights * per_bin)
 
     def _total_loss(self) -> tf.Tensor:
         terms = self._loss_terms()
