@@ -7,9 +7,9 @@ points. MAML differentiates that loss (second order in x) w.r.t. the weights in 
 and the meta-gradient differentiates the inner step again: third-order derivatives and more
 through nested tapes, compiled with XLA.
 
-Evaluation: on held-out tasks, Adam (learning rate 1e-3) adapts a copy of the network from the
-meta-learned initialisation and from a random one; the number of steps until the relative L2
-error against u* drops below ``--target-error`` is reported for both.
+Evaluation: on held-out tasks, Adam (learning rate ``--adapt-lr``) adapts a copy of the
+network from the meta-learned initialisation and from a random one; the number of steps until
+the relative L2 error against u* drops below ``--target-error`` is reported for both.
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ def sample_tasks(rng: np.random.Generator, tasks: int, points: int):
 class Adaptation:
     """Adam on one task from a given initialisation, in compiled chunks; counts steps to an error."""
 
-    def __init__(self, chunk: int):
+    def __init__(self, chunk: int, learning_rate: float):
         self.model = network(0)
         self.x = tf.Variable(tf.zeros((128, 1)), trainable=False)
         self.f = tf.Variable(tf.zeros((128, 1)), trainable=False)
-        self.optimizer = keras.optimizers.Adam(1e-3)
+        self.optimizer = keras.optimizers.Adam(learning_rate)
         self.step = TrainStep(lambda: residual_loss(self.model, self.x, self.f), self.model, self.optimizer, steps_per_call=chunk, monitor=False)
         self.chunk = chunk
         self.grid = np.linspace(0.0, 1.0, 201, dtype=np.float32)[:, None]
@@ -101,14 +101,15 @@ def main(argv=None) -> int:
     parser.add_argument("--target-error", type=float, default=0.02)
     parser.add_argument("--max-steps", type=int, default=5000)
     parser.add_argument("--chunk", type=int, default=10, help="Adam steps between error checks")
+    parser.add_argument("--adapt-lr", type=float, default=1e-2, help="Adam learning rate of the adaptation")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=os.path.join("results", "maml_pinn"))
     args = parser.parse_args(argv)
     for name in ("iterations", "meta_batch", "inner_steps", "points", "held_out", "max_steps", "chunk"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    if not 0 < args.target_error < 1 or args.inner_lr <= 0:
-        parser.error("--target-error must be in (0, 1) and --inner-lr > 0")
+    if not 0 < args.target_error < 1 or args.inner_lr <= 0 or args.adapt_lr <= 0:
+        parser.error("--target-error must be in (0, 1), --inner-lr and --adapt-lr > 0")
 
     objective = lambda model, params, x, f: residual_loss(lambda z: model(params, z), x, f)
     learner = MetaLearner(network(args.seed), variant="maml", task_objective=objective, inner_steps=args.inner_steps,
@@ -123,7 +124,7 @@ def main(argv=None) -> int:
             print(f"meta-iteration {iteration}: support loss before adaptation {history[-1][1]:.4f}, query loss after {args.inner_steps} steps {history[-1][2]:.4f}", flush=True)
     meta_seconds = time.perf_counter() - start
 
-    adaptation = Adaptation(args.chunk)
+    adaptation = Adaptation(args.chunk, args.adapt_lr)
     meta_weights = [v.numpy() for v in learner.functional.variables]
     held_out = np.random.default_rng([args.seed, 999]).uniform(-1.0, 1.0, (args.held_out, MODES))
     rows = []

@@ -145,3 +145,15 @@ def test_bad_input():
         pinn.Trainer(pinn.Problem(DOMAIN, needs=("u",), residual=lambda d, x, p: d["u"], conditions=[pinn.Dirichlet(0.0, count=4)], weights={"boundry": 2.0}), model)
     with pytest.raises(ValueError, match="no weights yet"):
         pinn.Trainer(problem, keras.Sequential([keras.layers.Dense(1)]))
+
+
+def test_causal_weights_follow_the_paper_formula():
+    run = trainer(causal=pinn.CausalWeights(epsilon=2.0, bins=4))
+    points = tf.constant([[0.0, 0.1], [0.0, 0.6], [0.0, 1.2], [0.0, 1.3], [0.0, 1.9]], tf.float64)
+    squares = tf.constant([1.0, 2.0, 3.0, 5.0, 4.0], tf.float64)
+    per_bin = np.array([1.0, 2.0, 4.0, 4.0])                         # t in [0, 2): bins of width 0.5
+    weights = np.exp(-2.0 * np.concatenate([[0.0], np.cumsum(per_bin)[:-1]]))
+    assert_close(run._causal_mean(squares, points), np.mean(weights * per_bin), rtol=1e-12)
+    with pytest.raises(ValueError, match="causal weights need a time coordinate"):
+        steady = pinn.Problem(pinn.Interval("x", 0, 1), needs=("u",), residual=lambda d, x, p: d["u"])
+        pinn.Trainer(steady, pinn.mlp(pinn.Interval("x", 0, 1), width=4, depth=1), causal=pinn.CausalWeights())
