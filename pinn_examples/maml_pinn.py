@@ -74,8 +74,9 @@ class Adaptation:
 
     def steps_to(self, weights, coefficients, target: float, max_steps: int, seed: int) -> tuple[int | None, float]:
         self.model.set_weights(weights)
-        for variable in self.optimizer.variables:
-            variable.assign(tf.zeros_like(variable))
+        for variable in self.optimizer.variables:  # a fresh Adam: zero moments and step count
+            if "learning_rate" not in variable.name:
+                variable.assign(tf.zeros_like(variable))
         x = np.random.default_rng(seed).uniform(0.0, 1.0, (128, 1))
         self.x.assign(x.astype(np.float32))
         self.f.assign(source(coefficients, x[:, 0])[:, None].astype(np.float32))
