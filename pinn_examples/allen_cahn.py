@@ -40,7 +40,7 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": Settings(interior=8192, adam_steps=5000, lbfgs_iterations=8000, width=64, depth=4, resample_every=1000),
-        "fast": Settings(interior=256, adam_steps=200, lbfgs_iterations=50, width=20, depth=2, checkpoint_every=100),
+        "fast": Settings(interior=512, adam_steps=200, lbfgs_iterations=400, width=32, depth=2, checkpoint_every=100),
     },
     target=1e-2,
 )
