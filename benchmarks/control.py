@@ -11,10 +11,7 @@ Writes ``benchmarks/results/control.json`` and prints a Markdown table.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -23,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks.timing import interleaved_median_seconds
+from benchmarks.timing import interleaved_median_seconds, machine, report, suite_arguments
 from hodiff import transforms
 from hodiff.step import TrainStep
 
@@ -94,24 +91,16 @@ def markdown(results: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks control", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--quick", action="store_true", help="one small case, 2 repeats (a smoke run)")
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
-    repeats = 2 if args.quick else args.repeats
+    args = suite_arguments("control", __doc__.splitlines()[0], 15, RESULTS, argv)
+    repeats = args.repeats
     cases = [(64, 2, 64)] if args.quick else [(64, 2, 64), (256, 3, 256), (512, 4, 1024)]
-    results = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "tensorflow": tf.__version__}, "overhead": []}
+    results = {"machine": machine(), "overhead": []}
     for width, depth, batch in cases:
         print(f"step overhead: width {width}, depth {depth}, batch {batch} ...", flush=True)
         results["overhead"].append(bench_overhead(width, depth, batch, repeats))
     print("steps_per_call ...", flush=True)
     results["dispatch"] = bench_dispatch(100, repeats)
-    table = markdown(results)
-    print("\n" + table)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {args.output}")
+    report(results, markdown(results), args.output)
     return 0
 
 

@@ -15,10 +15,7 @@ the iterations per second of plain eager.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -27,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks.timing import interleaved_median_seconds
+from benchmarks.timing import interleaved_median_seconds, machine, report, suite_arguments
 from hodiff.meta import MetaLearner
 from pinn_examples.maml_sinusoid import mse, network, sample_tasks
 
@@ -92,12 +89,7 @@ def jax_meta_step(model: keras.Model):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks meta", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--quick", action="store_true", help="2 repeats, no peers (a smoke run)")
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
-    repeats = 2 if args.quick else args.repeats
+    args = suite_arguments("meta", __doc__.splitlines()[0], 7, RESULTS, argv)
     batch = sample_tasks(np.random.default_rng(0), 25, 10, 10)[:4]
     learner = MetaLearner(network(0), mse, inner_steps=1, inner_learning_rate=ALPHA, outer_optimizer=keras.optimizers.Adam(1e-3))
     eager_model, graph_model = network(0), network(0)
@@ -114,20 +106,17 @@ def main(argv=None) -> int:
         if peer is not None:
             candidates["JAX (jax.jit, vmap over tasks)"] = lambda: peer[0](*batch)
             versions["jax"] = peer[1]
-    seconds = interleaved_median_seconds(candidates, repeats=repeats, calls=5)
+    seconds = interleaved_median_seconds(candidates, repeats=args.repeats, calls=5)
     hodiff_seconds = seconds["hodiff MetaLearner (XLA)"]
     results = {
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "tensorflow": tf.__version__, **versions},
+        "machine": machine(**versions),
         "setting": "second-order MAML, MLP 1-40-40-1 ReLU, 25 tasks x (10 support + 10 query), 1 inner step, Adam",
         "iterations_per_second": {name: 1.0 / s for name, s in seconds.items()},
         "hodiff_speedup": {name: s / hodiff_seconds for name, s in seconds.items()},
     }
     lines = ["| route | meta-iterations / s | hodiff speedup |", "|---|---|---|"]
     lines += [f"| {name} | {results['iterations_per_second'][name]:.1f} | {results['hodiff_speedup'][name]:.1f}x |" for name in seconds]
-    print("\n" + "\n".join(lines))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {args.output}")
+    report(results, "\n".join(lines), args.output)
     return 0
 
 

@@ -17,14 +17,11 @@ Writes ``benchmarks/results/pinn.json`` and prints a Markdown table.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -33,7 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks.timing import interleaved_median_seconds
+from benchmarks.timing import interleaved_median_seconds, machine, report, suite_arguments
 from hodiff import pinn
 from pinn_examples import burgers
 
@@ -160,12 +157,8 @@ def jax_step(trainer: pinn.Trainer):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks pinn", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--quick", action="store_true", help="2 repeats, no peers (a smoke run)")
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
-    repeats = 2 if args.quick else args.repeats
+    args = suite_arguments("pinn", __doc__.splitlines()[0], 9, RESULTS, argv)
+    repeats = args.repeats
     trainer = hodiff_trainer()
     candidates = {
         "plain TF (tf.function)": (plain_tf_step(trainer, jit_compile=False), 1),
@@ -190,17 +183,14 @@ def main(argv=None) -> int:
             print(f"DeepXDE failed: {deepxde_result['error']}")
     hodiff_name = next(name for name in per_step if name.startswith("hodiff"))
     results = {
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "tensorflow": tf.__version__, **peers},
+        "machine": machine(**peers),
         "problem": f"Burgers, 3x20 tanh, {INTERIOR} interior + {BOUNDARY} boundary + {INITIAL} initial points, Adam, float32",
         "ms_per_step": {name: 1e3 * s for name, s in per_step.items()},
         "ratio_to_hodiff": {name: s / per_step[hodiff_name] for name, s in per_step.items()},
     }
     lines = ["| route | ms per Adam step | time relative to hodiff |", "|---|---|---|"]
     lines += [f"| {name} | {results['ms_per_step'][name]:.3f} | {results['ratio_to_hodiff'][name]:.2f}x |" for name in per_step]
-    print("\n" + "\n".join(lines))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {args.output}")
+    report(results, "\n".join(lines), args.output)
     return 0
 
 

@@ -24,7 +24,18 @@ def test_every_docs_page_is_in_the_nav():
         assert page.name in nav, f"{page.name} is not in mkdocs.yml's nav"
 
 
-def test_demo_runs_end_to_end():
+def test_demo_command_line_runs_end_to_end(tmp_path):
+    """`make demo` runs `python -m pinn_examples burgers`; here with the fast preset."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pinn_examples", "burgers", "--preset", "fast", "--output", str(tmp_path), "--no-progress"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "burgers: relative L2 error" in result.stdout and "L-BFGS stopped after" in result.stdout
+    assert (tmp_path / "metrics.json").exists() and (tmp_path / "field.png").exists()
+
+
+def test_laplacian_check_example_agrees_with_scipy():
     result = subprocess.run(
         [sys.executable, "-m", "pinn_examples", "laplacian_check", "--points", "4"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,

@@ -1,7 +1,6 @@
 """PINN library: sampling, conditions, exact solutions with zero residual, training, resume, errors."""
 
 import csv
-import os
 
 import keras
 import numpy as np
@@ -10,7 +9,6 @@ import tensorflow as tf
 
 from hodiff import pinn
 from hodiff.checks import assert_close
-from hodiff.pinn.geometry import unit_samples
 from pinn_examples import heat, poisson
 from pinn_examples._runner import Settings
 

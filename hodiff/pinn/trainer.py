@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import math
 import os
 import time
 from typing import Any
@@ -192,13 +191,15 @@ class Trainer:
             if residual.shape.rank != 1:
                 raise ValueError(f"Trainer: condition {condition.name!r} gave residuals of shape {tuple(residual.shape)}; expected (N,).")
 
-    def _loss_terms(self, interior: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
-        """Mean squared residual of every term."""
-        interior = self.interior if interior is None else interior
-        interior = tf.convert_to_tensor(interior)
+    def _loss_terms(self) -> dict[str, tf.Tensor]:
+        """Mean squared residual of every term (causally weighted over time when asked)."""
+        interior = tf.convert_to_tensor(self.interior)
         residuals = self.problem.pde_residuals(self.solution, interior, self.parameters)
-        mean_square = self._causal_mean if self.causal else tf.reduce_mean
-        terms = {name: mean_square(tf.square(r), interior) if self.causal else mean_square(tf.square(r)) for name, r in zip(self.problem.residual_names, residuals)}
+        if self.causal:
+            mean_square = lambda r: self._causal_mean(tf.square(r), interior)
+        else:
+            mean_square = lambda r: tf.reduce_mean(tf.square(r))
+        terms = {name: mean_square(r) for name, r in zip(self.problem.residual_names, residuals)}
         for condition, arrays in zip(self.problem.conditions, self.condition_arrays):
             values = {k: tf.convert_to_tensor(v) for k, v in arrays.items()}
             terms[condition.name] = tf.reduce_mean(tf.square(self.problem.condition_residual(condition, self.solution, values)))

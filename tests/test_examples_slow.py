@@ -1,0 +1,33 @@
+"""Full accuracy runs of the examples (``make slow``); their numbers are recorded in docs/examples.md."""
+
+import json
+
+import pytest
+
+from pinn_examples.__main__ import main
+
+TARGETS = [
+    ("burgers", [], 5e-3),
+    ("heat", [], 1e-3),
+    ("poisson", [], 1e-3),
+    ("helmholtz", [], 1e-2),
+    ("burgers_inverse", [], 1e-2),
+    pytest.param("burgers", ["--preset", "paper"], 5e-4, id="burgers-paper"),
+    pytest.param("allen_cahn", [], 1e-2, marks=pytest.mark.xfail(reason="a plain PINN settles on u = 0 between the fronts; see docs/examples.md", strict=True)),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, flags, target", TARGETS)
+def test_default_preset_reaches_its_target(name, flags, target, tmp_path):
+    assert main([name, *flags, "--output", str(tmp_path), "--no-progress"]) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["relative_l2_error"] <= target
+    if name == "burgers_inverse":
+        assert metrics["nu_relative_error"] <= 0.01
+
+
+@pytest.mark.slow
+def test_maml_pinn_adapts_at_least_three_times_faster(tmp_path):
+    assert main(["maml_pinn", "--output", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "metrics.json").read_text())["speedup"] >= 3.0
