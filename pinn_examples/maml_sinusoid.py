@@ -105,10 +105,14 @@ def plot(results: list[dict], path: str, shots: int) -> None:
     for result, color in zip(chosen, ("C0", "C1", "C2")):
         learner = result["learner"]
         left.plot(grid, learner.functional(learner.functional.parameters(), grid), color=color, linestyle=":", alpha=0.6)
-        for steps, style in ((1, "--"), (10, "-")):
+        # Meta-SGD's learned rates are meant for one step (Li et al. 2017); repeated, they diverge.
+        one_step_only = result["variant"] == "meta_sgd"
+        for steps, style in ((1, "--"),) if one_step_only else ((1, "--"), (10, "-")):
             params, _ = learner.adapt_parameters(xs[0], ys[0], steps=steps, first_order=True)
             left.plot(grid, learner.functional(params, grid), color=color, linestyle=style, label=f"{result['variant']}, {steps} step{'s' * (steps > 1)}")
-        right.errorbar(np.arange(len(result["mse_by_step"])), result["mse_by_step"], yerr=result["ci95_by_step"], color=color, capsize=3, label=result["variant"])
+        shown = 2 if one_step_only else len(result["mse_by_step"])
+        right.errorbar(np.arange(shown), result["mse_by_step"][:shown], yerr=result["ci95_by_step"][:shown], color=color, capsize=3,
+                       label=f"{result['variant']} (learned rates: 1 step)" if one_step_only else result["variant"])
     left.set_title("adapted curves on a held-out task (dotted: before adaptation)")
     left.legend(fontsize=8)
     right.set_xlabel("inner gradient steps")
