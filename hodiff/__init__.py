@@ -3,8 +3,8 @@
 Derivatives as composable function transforms (the tapes stay inside), differential operators
 for fields, Taylor-mode Laplacians, stochastic estimators, a scipy-backed Hessian operator and
 scipy reference checks; stable custom gradients, gradient transforms, multi-task merging,
-gradient monitoring and compiled training steps. Everything runs in eager mode,
-``tf.function`` and XLA.
+gradient monitoring and compiled training steps; PINN solvers (``hodiff.pinn``) and MAML-family
+meta-learning (``hodiff.meta``). Everything runs in eager mode, ``tf.function`` and XLA.
 """
 
 from hodiff.derivatives import (
@@ -31,7 +31,7 @@ from hodiff.estimators import (
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import OPERATOR_METHODS, divergence, laplacian, partials
 from hodiff.taylor import Jet, forward_jet, forward_laplacian
-from hodiff import checks, monitor, multitask, penalties, stable, transforms
+from hodiff import checks, meta, monitor, multitask, penalties, pinn, stable, transforms
 from hodiff.step import TrainStep
 
 __version__ = "0.1.0"
@@ -59,12 +59,14 @@ __all__ = [
     "jacobian",
     "jvp",
     "laplacian",
+    "meta",
     "monitor",
     "multitask",
     "newton_cg",
     "nth_derivative",
     "partials",
     "penalties",
+    "pinn",
     "stable",
     "stochastic_divergence",
     "stochastic_laplacian",
