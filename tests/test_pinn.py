@@ -1,6 +1,7 @@
 """PINN library: sampling, conditions, exact solutions with zero residual, training, resume, errors."""
 
 import csv
+import os
 
 import keras
 import numpy as np
@@ -86,8 +87,8 @@ def trainer(output=None, resume=False, **kwargs):
     return pinn.Trainer(problem, model, output_dir=output, resume=resume, **{**options, **kwargs})
 
 
-def test_training_lowers_the_loss_and_lbfgs_reports_why_it_stopped(capsys):
-    run = trainer(adaptive_weights=pinn.AdaptiveWeights(every=20), resampling=pinn.Resampling(every=20, candidates=2000))
+def test_training_lowers_the_loss_and_lbfgs_reports_why_it_stopped(capsys, tmp_path):
+    run = trainer(str(tmp_path), tensorboard=True, adaptive_weights=pinn.AdaptiveWeights(every=20), resampling=pinn.Resampling(every=20, candidates=2000))
     run.adam(60)
     result = run.lbfgs(30)
     losses = [row["loss"] for row in run.history]
@@ -95,6 +96,7 @@ def test_training_lowers_the_loss_and_lbfgs_reports_why_it_stopped(capsys):
     assert run.history[-1]["phase"] == "lbfgs" and result.nit <= 30
     assert "L-BFGS stopped after" in capsys.readouterr().out
     assert run.weights["boundary"].numpy() != 1.0, "adaptive weights moved"
+    assert os.listdir(tmp_path / "tensorboard") and (tmp_path / "history.csv").exists()
 
 
 def test_resume_after_interruption_reproduces_the_uninterrupted_run(tmp_path):
