@@ -50,7 +50,7 @@ EXAMPLE = Example(
         "paper": Settings(interior=8192, adam_steps=5000, lbfgs_iterations=20000, dtype="float64", resample_every=2500),
         "fast": Settings(interior=512, adam_steps=300, lbfgs_iterations=100, depth=4, log_every=100, checkpoint_every=100),
     },
-    target=5e-3,
+    target={"default": 5e-3, "paper": 5e-4},
 )
 
 
