@@ -13,7 +13,7 @@ TARGETS = [
     ("helmholtz", [], 1e-2),
     ("burgers_inverse", [], 1e-2),
     pytest.param("burgers", ["--preset", "paper"], 5e-4, id="burgers-paper"),
-    pytest.param("allen_cahn", [], 1e-2, marks=pytest.mark.xfail(reason="a plain PINN settles on u = 0 between the fronts; see docs/examples.md", strict=True)),
+    ("allen_cahn", [], 1e-2),
 ]
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from hodiff.pinn.geometry import Box
 
-__all__ = ["mlp", "FourierFeatures"]
+__all__ = ["mlp", "FourierFeatures", "PeriodicEmbedding"]
 
 
 @keras.saving.register_keras_serializable(package="hodiff")
@@ -37,6 +37,50 @@ class FourierFeatures(keras.layers.Layer):
         return {**super().get_config(), "features": self.features, "scale": self.scale, "seed": self.seed}
 
 
+@keras.saving.register_keras_serializable(package="hodiff")
+class PeriodicEmbedding(keras.layers.Layer):
+    """Replaces input columns by ``cos(2 pi x / period)`` and ``sin(2 pi x / period)``.
+
+    The network is then exactly periodic in those coordinates (a hard periodic condition).
+    Built from matrix products only: slicing and concatenation would put XLA's
+    DynamicUpdateSlice into the second derivative, and it has no gradient for the third that
+    a PINN's training takes.
+
+    References:
+      Dong & Ni (2021), "A method for representing periodic functions and enforcing exactly
+      periodic boundary conditions with deep neural networks", J. Comput. Phys. 435.
+    """
+
+    def __init__(self, periods: dict[int, float], **kwargs):
+        super().__init__(**kwargs)
+        self.periods = {int(column): float(period) for column, period in periods.items()}
+
+    def build(self, input_shape):
+        d = int(input_shape[-1])
+        periodic = sorted(self.periods)
+        size = d + len(periodic)
+        angles, cosines, sines, rest = np.zeros((d, len(periodic))), np.zeros((len(periodic), size)), np.zeros((len(periodic), size)), np.zeros((d, size))
+        out = 0
+        for column in range(d):
+            if column in self.periods:
+                j = periodic.index(column)
+                angles[column, j] = 2.0 * np.pi / self.periods[column]
+                cosines[j, out], sines[j, out + 1] = 1.0, 1.0
+                out += 2
+            else:
+                rest[column, out] = 1.0
+                out += 1
+        self.matrices = [keras.ops.convert_to_tensor(m, dtype=self.compute_dtype) for m in (angles, cosines, sines, rest)]
+
+    def call(self, x):
+        angles, cosines, sines, rest = self.matrices
+        phase = keras.ops.matmul(x, angles)
+        return keras.ops.matmul(keras.ops.cos(phase), cosines) + keras.ops.matmul(keras.ops.sin(phase), sines) + keras.ops.matmul(x, rest)
+
+    def get_config(self):
+        return {**super().get_config(), "periods": self.periods}
+
+
 def mlp(
     domain: Box,
     outputs: int = 1,
@@ -47,6 +91,7 @@ def mlp(
     fourier_scale: float = 1.0,
     dtype: str = "float64",
     seed: int = 0,
+    periodic: dict[str, float] | None = None,
 ) -> keras.Model:
     """A fully connected network whose inputs are first scaled from the domain to [-1, 1].
 
@@ -60,6 +105,8 @@ def mlp(
       fourier_scale: standard deviation of the Fourier frequencies.
       dtype: ``"float64"`` (default; L-BFGS converges further) or ``"float32"``.
       seed: weight initialisation seed.
+      periodic: ``{coordinate: period}``: make the network exactly periodic in those
+        coordinates (:class:`PeriodicEmbedding` after the scaling).
 
     Returns:
       A built ``keras.Sequential``.
@@ -76,6 +123,10 @@ def mlp(
     keras.utils.set_random_seed(seed)
     low, high = domain.low, domain.high
     layers = [keras.Input((len(low),), dtype=dtype), keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=dtype)]
+    if periodic:
+        # the scaled coordinate spans 2 over the domain's length: rescale the period alike
+        scaled = {domain.coords.index(name): 2.0 * period / (domain.bounds[name][1] - domain.bounds[name][0]) for name, period in periodic.items()}
+        layers.append(PeriodicEmbedding(scaled, dtype=dtype))
     if fourier_features:
         layers.append(FourierFeatures(fourier_features, fourier_scale, seed, dtype=dtype))
     layers += [keras.layers.Dense(width, activation=activation, kernel_initializer="glorot_normal", dtype=dtype) for _ in range(depth)]
