@@ -40,7 +40,7 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": Settings(interior=4096, adam_steps=6000, lbfgs_iterations=3000, width=64, depth=4, causal_epsilon=10.0),
-        "fast": Settings(interior=512, adam_steps=300, lbfgs_iterations=200, width=32, depth=2, causal_epsilon=10.0, checkpoint_every=100),
+        "fast": Settings(interior=512, adam_steps=600, lbfgs_iterations=200, width=32, depth=3, causal_epsilon=10.0, checkpoint_every=100),
     },
     target=1e-2,
 )
