@@ -44,6 +44,17 @@ def _not_float_message(caller: str, name: str, dtype: str) -> str:
     )
 
 
+def as_float_tensor(value: Any, name: str, caller: str) -> tf.Tensor:
+    """Like :func:`as_differentiable` for one value, but always a tensor (Variables are read)."""
+    return tf.convert_to_tensor(as_differentiable(value, name, caller))
+
+
+def check_positive_bound(value: Any, name: str, caller: str) -> None:
+    """Raises ValueError when a Python number given as an upper bound is not positive."""
+    if isinstance(value, (int, float)) and not value > 0:
+        raise ValueError(f"{caller}: {name} must be > 0, got {value!r}; it is an upper bound on a norm or magnitude.")
+
+
 def check_unconnected(unconnected: str, caller: str) -> tf.UnconnectedGradients:
     """Validates the `unconnected` option and returns TensorFlow's matching enum."""
     if unconnected not in UNCONNECTED_CHOICES:

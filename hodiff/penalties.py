@@ -86,8 +86,8 @@ def gradient_penalty(
       ```
     """
     caller = "gradient_penalty"
-    real = tf.convert_to_tensor(_validate.as_differentiable(real, "real", caller))
-    fake = tf.convert_to_tensor(_validate.as_differentiable(fake, "fake", caller))
+    real = _validate.as_float_tensor(real, "real", caller)
+    fake = _validate.as_float_tensor(fake, "fake", caller)
     if real.shape != fake.shape or real.shape.rank is None or real.shape.rank < 1:
         raise ValueError(f"{caller}: `real` and `fake` must be batches of the same shape (N, ...); got {tuple(real.shape)} and {tuple(fake.shape)}.")
     batch = tf.shape(real)[0]
@@ -145,7 +145,7 @@ def fgsm_step(loss_fn: Callable[[tf.Tensor], tf.Tensor], x: Any, epsilon: float,
     """
     if isinstance(epsilon, (int, float)) and epsilon < 0:
         raise ValueError(f"fgsm_step: epsilon must be >= 0 (a step size), got {epsilon!r}.")
-    x = tf.convert_to_tensor(_validate.as_differentiable(x, "x", "fgsm_step"))
+    x = _validate.as_float_tensor(x, "x", "fgsm_step")
     step = _validate.constant(epsilon, x.dtype) * tf.sign(input_gradient(loss_fn, x))
     adversarial = x + step
     if clip_min is not None or clip_max is not None:

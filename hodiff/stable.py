@@ -29,10 +29,6 @@ __all__ = [
 ]
 
 
-def _float_input(x, name: str, caller: str) -> tf.Tensor:
-    return tf.convert_to_tensor(_validate.as_differentiable(x, name, caller))
-
-
 def _log_softmax(logits: tf.Tensor, axis: int) -> tf.Tensor:
     shifted = logits - tf.stop_gradient(tf.reduce_max(logits, axis=axis, keepdims=True))
     return shifted - tf.math.log(tf.reduce_sum(tf.exp(shifted), axis=axis, keepdims=True))
@@ -65,7 +61,7 @@ def stable_softmax(logits: tf.Tensor, axis: int = -1) -> tf.Tensor:
       assert p.numpy().tolist() == [1.0, 0.0, 0.0]
       ```
     """
-    logits = _float_input(logits, "logits", "stable_softmax")
+    logits = _validate.as_float_tensor(logits, "logits", "stable_softmax")
 
     @tf.custom_gradient
     def softmax(z):
@@ -101,7 +97,7 @@ def stable_log_softmax(logits: tf.Tensor, axis: int = -1) -> tf.Tensor:
       assert logp.numpy().tolist() == [0.0, -1e4]
       ```
     """
-    logits = _float_input(logits, "logits", "stable_log_softmax")
+    logits = _validate.as_float_tensor(logits, "logits", "stable_log_softmax")
 
     @tf.custom_gradient
     def log_softmax(z):
@@ -137,8 +133,8 @@ def stable_softmax_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Ten
       ```
     """
     caller = "stable_softmax_cross_entropy"
-    labels = _float_input(labels, "labels", caller)
-    logits = _float_input(logits, "logits", caller)
+    labels = _validate.as_float_tensor(labels, "labels", caller)
+    logits = _validate.as_float_tensor(logits, "logits", caller)
     if labels.shape.rank != 2 or not labels.shape.is_compatible_with(logits.shape):
         raise ValueError(
             f"{caller}: `labels` and `logits` must both have shape (batch, classes); got "
@@ -180,8 +176,8 @@ def clip_gradient_by_norm(x: tf.Tensor, max_norm: float) -> tf.Tensor:
       ```
     """
     caller = "clip_gradient_by_norm"
-    x = _float_input(x, "x", caller)
-    _check_positive(max_norm, "max_norm", caller)
+    x = _validate.as_float_tensor(x, "x", caller)
+    _validate.check_positive_bound(max_norm, "max_norm", caller)
 
     @tf.custom_gradient
     def clipped(z):
@@ -220,7 +216,7 @@ def scale_gradient(x: tf.Tensor, scale: float) -> tf.Tensor:
       assert float(grad(lambda x: scale_gradient(x, -1.0) ** 2)(tf.constant(3.0))) == -6.0
       ```
     """
-    x = _float_input(x, "x", "scale_gradient")
+    x = _validate.as_float_tensor(x, "x", "scale_gradient")
     scale = _validate.constant(scale, x.dtype)
     return scale * x + tf.stop_gradient((1.0 - scale) * x)
 
@@ -247,7 +243,7 @@ def straight_through_round(x: tf.Tensor) -> tf.Tensor:
       assert float(grad(lambda x: 3.0 * straight_through_round(x))(tf.constant(0.4))) == 3.0
       ```
     """
-    x = _float_input(x, "x", "straight_through_round")
+    x = _validate.as_float_tensor(x, "x", "straight_through_round")
     return x + tf.stop_gradient(tf.round(x) - x)
 
 
@@ -273,7 +269,7 @@ def straight_through_sign(x: tf.Tensor) -> tf.Tensor:
       assert g.numpy().tolist() == [1.0, 0.0]
       ```
     """
-    x = _float_input(x, "x", "straight_through_sign")
+    x = _validate.as_float_tensor(x, "x", "straight_through_sign")
     hard_tanh = tf.clip_by_value(x, -1.0, 1.0)
     return hard_tanh + tf.stop_gradient(tf.sign(x) - hard_tanh)
 
@@ -301,7 +297,7 @@ def safe_norm(x: tf.Tensor, axis: int | None = None, keepdims: bool = False) -> 
       assert grad(safe_norm)(tf.zeros(3)).numpy().tolist() == [0.0, 0.0, 0.0]
       ```
     """
-    x = _float_input(x, "x", "safe_norm")
+    x = _validate.as_float_tensor(x, "x", "safe_norm")
     return safe_sqrt(tf.reduce_sum(tf.square(x), axis=axis, keepdims=keepdims))
 
 
@@ -327,11 +323,6 @@ def safe_sqrt(x: tf.Tensor) -> tf.Tensor:
       assert float(grad(safe_sqrt)(tf.constant(4.0))) == 0.25
       ```
     """
-    x = _float_input(x, "x", "safe_sqrt")
+    x = _validate.as_float_tensor(x, "x", "safe_sqrt")
     positive = x > 0
     return tf.where(positive, tf.sqrt(tf.where(positive, x, tf.ones_like(x))), tf.zeros_like(x))
-
-
-def _check_positive(value, name: str, caller: str) -> None:
-    if isinstance(value, (int, float)) and not value > 0:
-        raise ValueError(f"{caller}: {name} must be > 0, got {value!r}. It is an upper bound on a norm.")

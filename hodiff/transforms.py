@@ -120,11 +120,6 @@ def check_gradients(grads: Sequence[Any], variables: Sequence[Any], caller: str)
     return checked, variables
 
 
-def _check_bound(value: Any, name: str, caller: str) -> None:
-    if isinstance(value, (int, float)) and not value > 0:
-        raise ValueError(f"{caller}: {name} must be > 0, got {value!r}; it is an upper bound on a norm or magnitude.")
-
-
 def _state_variable(initial_value: Any, name: str) -> tf.Variable:
     """A non-trainable state variable that replicas may write (the first replica's value wins)."""
     return tf.Variable(initial_value, trainable=False, name=name, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -168,7 +163,7 @@ def clip_by_value(max_abs: float) -> GradientTransform:
     Returns:
       A :class:`GradientTransform`.
     """
-    _check_bound(max_abs, "max_abs", "clip_by_value")
+    _validate.check_positive_bound(max_abs, "max_abs", "clip_by_value")
     return _PerTensor("clip_by_value", lambda g, v: tf.clip_by_value(g, -_validate.constant(max_abs, g.dtype), _validate.constant(max_abs, g.dtype)))
 
 
@@ -181,7 +176,7 @@ def clip_by_norm(max_norm: float) -> GradientTransform:
     Returns:
       A :class:`GradientTransform` equal to ``tf.clip_by_norm`` per tensor.
     """
-    _check_bound(max_norm, "max_norm", "clip_by_norm")
+    _validate.check_positive_bound(max_norm, "max_norm", "clip_by_norm")
     return _PerTensor("clip_by_norm", lambda g, v: tf.clip_by_norm(g, _validate.constant(max_norm, g.dtype)))
 
 
@@ -194,7 +189,7 @@ def clip_by_average_norm(max_norm: float) -> GradientTransform:
     Returns:
       A :class:`GradientTransform`.
     """
-    _check_bound(max_norm, "max_norm", "clip_by_average_norm")
+    _validate.check_positive_bound(max_norm, "max_norm", "clip_by_average_norm")
 
     def clip(g, v):
         return tf.clip_by_norm(g, _validate.constant(max_norm, g.dtype) * tf.cast(tf.size(g), g.dtype))
@@ -229,7 +224,7 @@ def clip_by_global_norm(max_norm: float) -> GradientTransform:
     References:
       Pascanu, Mikolov & Bengio (2013), "On the difficulty of training recurrent neural networks".
     """
-    _check_bound(max_norm, "max_norm", "clip_by_global_norm")
+    _validate.check_positive_bound(max_norm, "max_norm", "clip_by_global_norm")
     return _ClipByGlobalNorm(max_norm)
 
 
@@ -254,8 +249,8 @@ def adaptive_grad_clip(clipping: float = 0.01, eps: float = 1e-3) -> GradientTra
       Brock, De, Smith & Simonyan (2021), "High-performance large-scale image recognition
       without normalization" (NFNets), Section 4.1.
     """
-    _check_bound(clipping, "clipping", "adaptive_grad_clip")
-    _check_bound(eps, "eps", "adaptive_grad_clip")
+    _validate.check_positive_bound(clipping, "clipping", "adaptive_grad_clip")
+    _validate.check_positive_bound(eps, "eps", "adaptive_grad_clip")
 
     def clip(g, v):
         w = tf.cast(tf.convert_to_tensor(v), g.dtype)
