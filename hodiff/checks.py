@@ -14,7 +14,7 @@ import numpy as np
 import scipy.differentiate
 import tensorflow as tf
 
-from hodiff import derivatives, operators
+from hodiff import _validate, derivatives, operators
 
 __all__ = [
     "MODES",
@@ -88,7 +88,7 @@ def _require_float64(values: Any, what: str) -> np.ndarray:
 def _float64_if_floating(value: Any) -> Any:
     """Float tensors, arrays and Python floats in float64; every other argument unchanged."""
     if isinstance(value, float) or (hasattr(value, "dtype") and tf.as_dtype(value.dtype).is_floating):
-        return tf.cast(value, tf.float64)
+        return _validate.constant(value, tf.float64)
     return value
 
 
