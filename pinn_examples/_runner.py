@@ -144,12 +144,13 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     prediction = trainer.predict(grid)[:, 0].reshape(reference.shape)
     error = relative_l2_error(prediction, reference)
     target = example.target.get(args.preset, example.target["default"]) if isinstance(example.target, dict) else example.target
+    extra_metrics = example.extra_metrics(trainer) if example.extra_metrics else {}
     metrics = {
         "example": example.name, "relative_l2_error": error, "target": target, "initial_relative_l2_error": initial_error,
         "adam_steps": settings.adam_steps, "lbfgs_iterations": int(result.nit) if result is not None else None,
         "lbfgs_message": str(result.message) if result is not None else None, "wall_seconds": round(seconds, 1),
         "final_loss": trainer.history[-1]["loss"] if trainer.history else None, "settings": dataclasses.asdict(settings),
-        **(example.extra_metrics(trainer) if example.extra_metrics else {}),
+        **extra_metrics,
     }
     os.makedirs(args.output, exist_ok=True)
     with open(os.path.join(args.output, "metrics.json"), "w") as file:
@@ -158,6 +159,6 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     plotting.plot_field(axes, prediction, reference, os.path.join(args.output, "field.png"), f"{example.name}: relative L2 error {error:.2e}")
     if trainer.history:
         plotting.plot_history(trainer.history, os.path.join(args.output, "history.png"), trainer.problem.term_names)
-    extra = "".join(f", {k} {v:.6g}" for k, v in metrics.items() if example.extra_metrics and k in example.extra_metrics(trainer))
+    extra = "".join(f", {k} {v:.6g}" for k, v in extra_metrics.items())
     print(f"{example.name}: relative L2 error {error:.3e} (target {target:.0e}){extra}, {seconds:.0f} s of solving; wrote {args.output}/")
     return 0

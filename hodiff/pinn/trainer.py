@@ -164,7 +164,11 @@ class Trainer:
         self.step = TrainStep(self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False)
         self.adam_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="adam_steps")
         self.lbfgs_done = tf.Variable(False, trainable=False, name="lbfgs_done")
+        # Compiled on first use (tf.function traces lazily).
         self._terms = tf.function(self._loss_terms, jit_compile=True)
+        self._weight_targets = tf.function(self._annealing_targets, jit_compile=True)
+        self._residual_scores = tf.function(self._resampling_scores, jit_compile=True)
+        self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True)
         self.checkpoint = tf.train.Checkpoint(
             model=model, optimizer=self.optimizer, parameters=self.parameters, weights=self.weights,
             interior=self.interior, conditions=self.condition_arrays, adam_steps=self.adam_steps, lbfgs_done=self.lbfgs_done,
@@ -249,8 +253,6 @@ class Trainer:
         bar.close()
 
     def _update_weights(self) -> None:
-        if not hasattr(self, "_weight_targets"):
-            self._weight_targets = tf.function(self._annealing_targets, jit_compile=True)
         targets = self._weight_targets()
         alpha = self.adaptive_weights.alpha
         for name, target in targets.items():
@@ -269,13 +271,12 @@ class Trainer:
         del tape
         return targets
 
+    def _resampling_scores(self, x: tf.Tensor) -> tf.Tensor:
+        residuals = self.problem.pde_residuals(self.solution, x, self.parameters)
+        return tf.add_n([tf.abs(r) ** self.resampling.k for r in residuals])
+
     def _resample(self, step: int) -> None:
         config = self.resampling
-        if not hasattr(self, "_residual_scores"):
-            def scores(x):
-                residuals = self.problem.pde_residuals(self.solution, x, self.parameters)
-                return tf.add_n([tf.abs(r) ** config.k for r in residuals])
-            self._residual_scores = tf.function(scores, jit_compile=True)
         candidates = self.problem.domain.sample_interior(config.candidates, "random", self.seed * 1_000_003 + step)
         score = np.concatenate([self._residual_scores(tf.constant(part, self.dtype)).numpy() for part in np.array_split(candidates, max(1, config.candidates // 20_000))])
         density = score / score.mean() + config.c
@@ -371,8 +372,6 @@ class Trainer:
     # ----------------------------------------------------------------------------- use
     def predict(self, points: Any, batch: int = 65536) -> np.ndarray:
         """The solution at ``points`` ``(N, d)``: ``(N, fields)`` numpy array."""
-        if not hasattr(self, "_predict"):
-            self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True)
         points = np.asarray(points)
         parts = [self._predict(tf.constant(points[i:i + batch], self.dtype)).numpy() for i in range(0, len(points), batch)]
         return np.concatenate(parts, axis=0)
