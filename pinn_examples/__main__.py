@@ -19,17 +19,20 @@ EXAMPLES = {
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pinn_examples", description="hodiff examples")
+    """Runs ``python -m pinn_examples NAME [flags]``; without NAME, lists the examples."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in EXAMPLES:
+        # Everything after the name, --help included, belongs to the example's own parser.
+        return importlib.import_module(EXAMPLES[argv[0]][0]).main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m pinn_examples", description="hodiff examples; NAME --help shows an example's own flags"
+    )
     parser.add_argument("name", nargs="?", choices=sorted(EXAMPLES), help="example to run")
-    args, rest = parser.parse_known_args(argv)
-    if args.name is None:
-        print("Examples:")
-        for name, (_, summary) in sorted(EXAMPLES.items()):
-            print(f"  {name:20s} {summary}")
-        return 0
-    module = importlib.import_module(EXAMPLES[args.name][0])
-    return module.main(rest)
-
+    parser.parse_args(argv)  # no known name here: --help, an unknown name or a stray flag end in parse_args
+    print("Examples (python -m pinn_examples NAME --help for an example's flags):")
+    for name, (_, summary) in sorted(EXAMPLES.items()):
+        print(f"  {name:20s} {summary}")
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())
