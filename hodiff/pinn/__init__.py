@@ -1,15 +1,16 @@
 """Physics-informed neural networks on hodiff's derivatives: geometry, conditions, problem,
-networks, trainer and plots."""
+networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on demand)."""
 
-from hodiff.pinn import conditions, geometry
+from hodiff.pinn import conditions, geometry, runlog
 from hodiff.pinn.conditions import Data, Dirichlet, Initial, Neumann, Periodic
 from hodiff.pinn.geometry import Box, Interval, Rectangle, TimeDomain
-from hodiff.pinn.networks import FourierFeatures, mlp
-from hodiff.pinn.problem import Problem
-from hodiff.pinn.trainer import AdaptiveWeights, CausalWeights, Resampling, Trainer, relative_l2_error
+from hodiff.pinn.networks import FourierFeatures, PeriodicEmbedding, mlp
+from hodiff.pinn.problem import CausalWeights, Problem
+from hodiff.pinn.runlog import RunLog, atomic_write, write_json
+from hodiff.pinn.trainer import AdamResult, AdaptiveWeights, Resampling, Trainer, relative_l2_error
 
 __all__ = [
-    "AdaptiveWeights", "Box", "CausalWeights", "Data", "Dirichlet", "FourierFeatures", "Initial", "Interval", "Neumann",
-    "Periodic", "Problem", "Rectangle", "Resampling", "TimeDomain", "Trainer", "conditions", "geometry",
-    "mlp", "relative_l2_error",
+    "AdamResult", "AdaptiveWeights", "Box", "CausalWeights", "Data", "Dirichlet", "FourierFeatures", "Initial", "Interval",
+    "Neumann", "Periodic", "PeriodicEmbedding", "Problem", "Rectangle", "Resampling", "RunLog", "TimeDomain", "Trainer",
+    "atomic_write", "conditions", "geometry", "mlp", "relative_l2_error", "runlog", "write_json",
 ]

@@ -53,6 +53,9 @@ class Condition:
     field: str = "u"
     count: int = 0
 
+    def validate(self, domain: Box) -> None:
+        """Raises ``ValueError`` if the condition cannot apply to ``domain`` (checked by the Problem)."""
+
     def sample(self, domain: Box, method: str, seed: int) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
@@ -132,9 +135,12 @@ class Periodic(Condition):
     def __init__(self, coord: str, count: int = 100, field: str = "u", derivatives: int = 1, name: str = "periodic"):
         self.coord, self.count, self.field, self.derivatives, self.name = coord, count, field, derivatives, name
 
-    def sample(self, domain, method, seed):
+    def validate(self, domain):
         if self.coord not in domain.space:
             raise ValueError(f"Periodic: coord {self.coord!r} is not a spatial coordinate of the domain {domain.space}.")
+
+    def sample(self, domain, method, seed):
+        self.validate(domain)
         low = domain.sample_interior(self.count, method, seed)
         column = domain.coords.index(self.coord)
         low[:, column] = domain.bounds[self.coord][0]
@@ -172,12 +178,24 @@ class Data(Condition):
     def __init__(self, points: Any, values: Any, field: str = "u", name: str = "data"):
         points, values = np.asarray(points, dtype=float), np.asarray(values, dtype=float).reshape(-1)
         if points.ndim != 2 or len(points) != len(values) or len(values) == 0:
-            raise ValueError(f"Data: points must be (N, d) with one value each and N >= 1; got points {points.shape} and values {values.shape}.")
+            raise ValueError(f"Data {name!r}: points must be (N, d) with one value each and N >= 1; got points {points.shape} and values {values.shape}.")
+        for label, array in (("points", points), ("values", values)):
+            bad = np.flatnonzero(~np.all(np.isfinite(array.reshape(len(array), -1)), axis=1))
+            if bad.size:
+                raise ValueError(f"Data {name!r}: {label} hold NaN or Inf in {bad.size} rows (first: row {bad[0]}); remove or fill those observations.")
         self.points, self.values, self.count, self.field, self.name = points, values, len(values), field, name
 
-    def sample(self, domain, method, seed):
+    def validate(self, domain):
         if self.points.shape[1] != len(domain.coords):
-            raise ValueError(f"Data: points have {self.points.shape[1]} columns but the domain has coordinates {domain.coords}.")
+            raise ValueError(f"Data {self.name!r}: points have {self.points.shape[1]} columns but the domain has coordinates {domain.coords}.")
+        slack = 1e-9 * (domain.high - domain.low)
+        outside = np.flatnonzero(np.any((self.points < domain.low - slack) | (self.points > domain.high + slack), axis=1))
+        if outside.size:
+            raise ValueError(f"Data {self.name!r}: {outside.size} points lie outside the domain {domain.bounds} (first: row {outside[0]}, "
+                             f"{self.points[outside[0]].tolist()}); the network is only trained inside it, so drop or clip them.")
+
+    def sample(self, domain, method, seed):
+        self.validate(domain)
         return {"points": self.points, "values": self.values}
 
     def residual(self, solution, field_index, arrays, coords):

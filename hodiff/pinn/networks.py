@@ -1,19 +1,30 @@
-"""Keras networks for PINNs: an MLP with input scaling to [-1, 1] and optional Fourier features."""
+"""Keras networks for PINNs: an MLP with input scaling to [-1, 1] and optional Fourier features.
+
+Every layer here is built from matrix products and elementwise functions only: slicing and
+concatenation put XLA's ``DynamicUpdateSlice`` into second derivatives, and it has no gradient
+for the third derivative that training a second-order PDE takes.
+"""
 
 from __future__ import annotations
 
+import random
 
 import keras
 import numpy as np
 
 from hodiff.pinn.geometry import Box
 
-__all__ = ["mlp", "FourierFeatures", "PeriodicEmbedding"]
+__all__ = ["mlp", "FourierFeatures", "PeriodicEmbedding", "is_mixed", "DTYPES"]
+
+DTYPES = ("float32", "float64", "mixed_float16")
 
 
 @keras.saving.register_keras_serializable(package="hodiff")
 class FourierFeatures(keras.layers.Layer):
     """``[cos(2 pi x B), sin(2 pi x B)]`` with a fixed Gaussian matrix ``B`` (std ``scale``).
+
+    Computed as one product and a phase shift, ``sin(x [2 pi B, 2 pi B] + [pi/2, 0])`` (cos z =
+    sin(z + pi/2)), so no concatenation of tensors that depend on ``x``.
 
     References:
       Tancik et al. (2020), "Fourier features let networks learn high frequency functions in
@@ -28,10 +39,13 @@ class FourierFeatures(keras.layers.Layer):
     def build(self, input_shape):
         matrix = np.random.default_rng(self.seed).normal(scale=self.scale, size=(input_shape[-1], self.features))
         self.matrix = self.add_weight(shape=matrix.shape, initializer=keras.initializers.Constant(matrix), trainable=False, name="matrix")
+        # [2 pi I, 2 pi I] copies each projection twice; the phase turns the first copy's sine into a cosine
+        self.duplicate = keras.ops.convert_to_tensor(2.0 * np.pi * np.hstack([np.eye(self.features)] * 2), dtype=self.compute_dtype)
+        self.phase = keras.ops.convert_to_tensor(np.repeat([np.pi / 2, 0.0], self.features), dtype=self.compute_dtype)
 
     def call(self, x):
-        projected = 2.0 * np.pi * keras.ops.matmul(x, keras.ops.cast(self.matrix, x.dtype))
-        return keras.ops.concatenate([keras.ops.cos(projected), keras.ops.sin(projected)], axis=-1)
+        frequencies = keras.ops.matmul(keras.ops.cast(self.matrix, x.dtype), self.duplicate)
+        return keras.ops.sin(keras.ops.matmul(x, frequencies) + self.phase)
 
     def get_config(self):
         return {**super().get_config(), "features": self.features, "scale": self.scale, "seed": self.seed}
@@ -103,8 +117,11 @@ def mlp(
       activation: hidden activation (tanh is smooth, as second derivatives need).
       fourier_features: if > 0, that many random Fourier features after the scaling.
       fourier_scale: standard deviation of the Fourier frequencies.
-      dtype: ``"float64"`` (default; L-BFGS converges further) or ``"float32"``.
-      seed: weight initialisation seed.
+      dtype: ``"float64"`` (default; L-BFGS converges further), ``"float32"`` or
+        ``"mixed_float16"``: then the hidden layers compute in float16 (float32 weights) while
+        the input scaling, embeddings and the output layer stay float32, so the points, the
+        outputs and their partials are float32.
+      seed: seeds the weight initialisers (no global random state is touched).
       periodic: ``{coordinate: period}``: make the network exactly periodic in those
         coordinates (:class:`PeriodicEmbedding` after the scaling).
 
@@ -120,15 +137,31 @@ def mlp(
       assert model.output_shape == (None, 1)
       ```
     """
-    keras.utils.set_random_seed(seed)
+    if dtype not in DTYPES:
+        raise ValueError(f"mlp: dtype={dtype!r} is not one of {DTYPES}; use 'float32' for speed, 'float64' for L-BFGS accuracy.")
+    outer = "float32" if dtype == "mixed_float16" else dtype
+    # Same seeds as keras.utils.set_random_seed(seed) followed by unseeded initialisers, without the global state.
+    seeds = random.Random(seed)
+    initializer = lambda: keras.initializers.GlorotNormal(seed=seeds.randint(1, int(1e9)))
     low, high = domain.low, domain.high
-    layers = [keras.Input((len(low),), dtype=dtype), keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=dtype)]
+    layers = [keras.Input((len(low),), dtype=outer), keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=outer)]
     if periodic:
         # the scaled coordinate spans 2 over the domain's length: rescale the period alike
         scaled = {domain.coords.index(name): 2.0 * period / (domain.bounds[name][1] - domain.bounds[name][0]) for name, period in periodic.items()}
-        layers.append(PeriodicEmbedding(scaled, dtype=dtype))
+        layers.append(PeriodicEmbedding(scaled, dtype=outer))
     if fourier_features:
-        layers.append(FourierFeatures(fourier_features, fourier_scale, seed, dtype=dtype))
-    layers += [keras.layers.Dense(width, activation=activation, kernel_initializer="glorot_normal", dtype=dtype) for _ in range(depth)]
-    layers.append(keras.layers.Dense(outputs, kernel_initializer="glorot_normal", dtype=dtype))
+        layers.append(FourierFeatures(fourier_features, fourier_scale, seed, dtype=outer))
+    layers += [keras.layers.Dense(width, activation=activation, kernel_initializer=initializer(), dtype=dtype) for _ in range(depth)]
+    layers.append(keras.layers.Dense(outputs, kernel_initializer=initializer(), dtype=outer))
     return keras.Sequential(layers)
+
+
+def is_mixed(model: keras.Model) -> bool:
+    """Whether any layer of ``model`` computes in float16 or bfloat16 (a mixed precision policy)."""
+    stack = list(model.layers)
+    while stack:
+        layer = stack.pop()
+        if getattr(layer, "compute_dtype", None) in ("float16", "bfloat16"):
+            return True
+        stack.extend(getattr(layer, "layers", []))
+    return False

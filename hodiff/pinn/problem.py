@@ -21,37 +21,83 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
+from hodiff import _validate
 from hodiff.operators import partials
 from hodiff.pinn.conditions import Condition, named_columns
 from hodiff.pinn.geometry import Box
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "CausalWeights"]
 
 Residual = Callable[[dict, dict, dict], Any]
 
 
+@dataclasses.dataclass
+class CausalWeights:
+    """Causal weighting of the residual terms of a time-dependent problem (Wang, Sankaran & Perdikaris 2024).
+
+    The interior points are grouped into ``bins`` time slices; slice ``i``'s mean squared
+    residual ``L_i`` is weighted by ``exp(-epsilon * sum_{k<i} L_k)`` (held constant in the
+    gradient), so later times are fitted only once earlier times are. It keeps a PINN from
+    settling on a solution that ignores the initial condition (Allen-Cahn's unstable u = 0).
+
+    Args:
+      epsilon: causality strength, finite and >= 0 (0 weighs every slice 1).
+      bins: number of time slices, an int >= 1.
+
+    References:
+      Wang, Sankaran & Perdikaris (2024), "Respecting causality for training physics-informed
+      neural networks", CMAME 421.
+    """
+
+    epsilon: float = 1.0
+    bins: int = 32
+
+    def __post_init__(self):
+        if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon < 0:
+            raise ValueError(f"CausalWeights: epsilon must be a finite number >= 0, got {self.epsilon!r}; pass causal=None to turn causal weighting off.")
+        if isinstance(self.bins, bool) or not isinstance(self.bins, int) or self.bins < 1:
+            raise ValueError(f"CausalWeights: bins must be an int >= 1, got {self.bins!r}.")
+
+    def weighted_mean(self, squares: tf.Tensor, points: tf.Tensor, domain: Box) -> tf.Tensor:
+        """The causally weighted mean of per-point ``squares`` ``(N,)`` at ``points`` ``(N, d)``."""
+        start, end = domain.bounds[domain.time]
+        t = points[:, domain.coords.index(domain.time)]
+        index = tf.clip_by_value(tf.cast((t - start) / (end - start) * self.bins, tf.int32), 0, self.bins - 1)
+        per_bin = tf.math.unsorted_segment_mean(squares, index, self.bins)
+        weights = tf.stop_gradient(tf.exp(-_validate.constant(self.epsilon, squares.dtype) * tf.cumsum(per_bin, exclusive=True)))
+        return tf.reduce_mean(weights * per_bin)
+
+
 class Problem:
-    """A PDE on a domain, solved for one or more output fields.
+    """A PDE on a domain, solved for one or more output fields; it owns its points and loss terms.
 
     Args:
       domain: a :class:`~hodiff.pinn.geometry.Box` (e.g. ``Interval * TimeDomain``).
       residual: ``residual(d, x, p)``: ``d`` maps each name in ``needs`` to a tensor ``(N,)``,
         ``x`` maps each coordinate name to its column ``(N,)``, ``p`` maps each unknown
-        parameter to a scalar tensor. Returns the residual ``(N,)``, or a tuple of them for a
-        system of equations.
+        parameter to a scalar tensor. Returns the residual ``(N,)``; for a system of equations
+        a tuple of them, or a dict keyed by ``residual_names``.
       needs: the field values and partials the residual uses: ``"u"``, ``"u_t"``, ``"u_xx"``,
         ``"v_xy"`` (field, underscore, one letter per differentiation).
       conditions: boundary, initial, periodic and data conditions.
       fields: names of the network's output columns, in order.
       parameters: unknown PDE parameters to learn, ``{name: initial value}`` (inverse problems).
-      weights: loss weight per term name (default 1 each).
+      weights: loss weight per term name (default 1 each; finite, >= 0).
       output_transform: ``output_transform(x, outputs) -> outputs``, applied to the network's
         ``(N, fields)`` output to impose conditions exactly (hard constraints); ``x`` maps the
         coordinate names to columns.
+      residual_names: the loss-term names of the residuals, one per equation (default
+        ``("residual",)``); a system of several equations must name them.
+      causal: :class:`CausalWeights` for the residual terms of a time-dependent problem.
+
+    Attributes:
+      term_names: the loss terms, residuals then conditions, fixed at construction.
     """
 
     def __init__(
@@ -64,21 +110,40 @@ class Problem:
         parameters: dict[str, float] | None = None,
         weights: dict[str, float] | None = None,
         output_transform: Callable[[dict, tf.Tensor], tf.Tensor] | None = None,
+        residual_names: Sequence[str] = ("residual",),
+        causal: CausalWeights | None = None,
     ):
         self.domain, self.residual, self.fields = domain, residual, tuple(fields)
         self.conditions, self.parameters = list(conditions), dict(parameters or {})
         self.output_transform = output_transform
         self.needs = {name: self._parse_need(name) for name in needs}
+        if isinstance(residual_names, str) or not residual_names or len(set(residual_names)) != len(residual_names):
+            raise ValueError(f"Problem: residual_names must be a tuple of distinct names, one per equation, got {residual_names!r}.")
+        self.residual_names = tuple(residual_names)
         for condition in self.conditions:
             if not isinstance(condition, Condition):
                 raise TypeError(f"Problem: conditions must be hodiff.pinn.conditions objects (Dirichlet, Initial, ...), got {type(condition).__name__}.")
             if condition.field not in self.fields:
                 raise ValueError(f"Problem: condition {condition.name!r} is on field {condition.field!r}, which is not one of fields {self.fields}.")
+            condition.validate(domain)
         names = [c.name for c in self.conditions]
-        if len(set(names)) != len(names):
-            raise ValueError(f"Problem: condition names must be unique, got {names}; pass name=... to tell them apart.")
+        if len(set(names)) != len(names) or set(names) & set(self.residual_names):
+            raise ValueError(f"Problem: loss term names must be unique, got residuals {self.residual_names} and conditions {names}; "
+                             "pass name=... to a condition (or residual_names=...) to tell them apart.")
+        self.term_names: tuple[str, ...] = self.residual_names + tuple(names)
         self.weights = dict(weights or {})
-        self._residual_count = None
+        unknown = set(self.weights) - set(self.term_names)
+        if unknown:
+            raise ValueError(f"Problem: weights given for {sorted(unknown)}, which are not loss terms; the terms are {self.term_names}.")
+        for name, weight in self.weights.items():
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+                raise ValueError(f"Problem: weights[{name!r}] = {weight!r}; a loss weight must be a finite number >= 0.")
+        if causal is not None:
+            if not isinstance(causal, CausalWeights):
+                raise TypeError(f"Problem: causal must be a CausalWeights or None, got {type(causal).__name__}.")
+            if domain.time is None:
+                raise ValueError("Problem: causal weights need a time coordinate; the domain has none.")
+        self.causal = causal
 
     def _parse_need(self, name: str) -> tuple[str, str]:
         field, _, partial = name.partition("_")
@@ -89,15 +154,15 @@ class Problem:
                 raise ValueError(f"Problem: needs entry {name!r} differentiates by {letter!r}, which is not a coordinate of the domain {self.domain.coords}.")
         return field, partial
 
-    @property
-    def residual_names(self) -> tuple[str, ...]:
-        count = self._residual_count or 1
-        return ("residual",) if count == 1 else tuple(f"residual_{i}" for i in range(count))
-
-    @property
-    def term_names(self) -> tuple[str, ...]:
-        """Names of the loss terms: the residual(s), then each condition."""
-        return self.residual_names + tuple(c.name for c in self.conditions)
+    def replace(self, **changes: Any) -> "Problem":
+        """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``)."""
+        unknown = set(changes) - {"causal", "weights", "output_transform"}
+        if unknown:
+            raise ValueError(f"Problem.replace: can change causal, weights and output_transform, not {sorted(unknown)}; build a new Problem.")
+        arguments = {"domain": self.domain, "residual": self.residual, "needs": tuple(self.needs), "conditions": self.conditions,
+                     "fields": self.fields, "parameters": self.parameters, "weights": self.weights, "output_transform": self.output_transform,
+                     "residual_names": self.residual_names, "causal": self.causal}
+        return Problem(**{**arguments, **changes})
 
     def solution(self, model: Callable[[tf.Tensor], tf.Tensor]) -> Callable[[tf.Tensor], tf.Tensor]:
         """The solution as a function of points ``(N, d) -> (N, fields)`` (transform applied)."""
@@ -110,8 +175,18 @@ class Problem:
 
         return solution
 
+    def sample_points(self, interior: int, method: str = "sobol", seed: int = 0) -> dict[str, Any]:
+        """The training points: ``{"interior": (interior, d), condition name: {"points": ..., ...}}``.
+
+        The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i``.
+        """
+        points: dict[str, Any] = {"interior": self.domain.sample_interior(interior, method, seed)}
+        for i, condition in enumerate(self.conditions):
+            points[condition.name] = condition.sample(self.domain, method, seed + 1 + i)
+        return points
+
     def pde_residuals(self, solution: Callable, x: tf.Tensor, parameters: dict[str, tf.Tensor]) -> list[tf.Tensor]:
-        """The residual(s) at interior points ``x``, each of shape ``(N,)``."""
+        """The residuals at interior points ``x``, each ``(N,)``, in the order of ``residual_names``."""
         values = {}
         for field_index, field in enumerate(self.fields):
             wanted = {name: partial for name, (f, partial) in self.needs.items() if f == field}
@@ -119,23 +194,60 @@ class Problem:
                 computed = partials(lambda x, k=field_index: solution(x)[:, k], x, self.domain.coords, tuple(set(wanted.values())))
                 values.update({name: computed[partial] for name, partial in wanted.items()})
         result = self.residual(values, named_columns(x, self.domain.coords), parameters)
-        residuals = list(result) if isinstance(result, (tuple, list)) else [result]
+        residuals = self._as_list(result)
         checked = []
-        for index, r in enumerate(residuals):
+        for name, r in zip(self.residual_names, residuals):
             r = tf.convert_to_tensor(r)
             if r.shape.rank == 2 and r.shape[1] == 1:
                 r = r[:, 0]
             if r.shape.rank != 1 or (r.shape[0] is not None and x.shape[0] is not None and r.shape[0] != x.shape[0]):
                 raise ValueError(
-                    f"Problem: the residual function returned shape {tuple(r.shape)} (output {index}) for "
+                    f"Problem: the residual function returned shape {tuple(r.shape)} (residual {name!r}) for "
                     f"{x.shape[0]} points; it must return one value per point, shape (N,), or a tuple of "
                     f"such tensors for a system. Build it from d[...] entries, which are (N,)."
                 )
             checked.append(r)
-        if self._residual_count not in (None, len(checked)):
-            raise ValueError(f"Problem: the residual function returned {len(checked)} outputs now and {self._residual_count} before.")
-        self._residual_count = len(checked)
         return checked
 
+    def _as_list(self, result: Any) -> list:
+        count = len(self.residual_names)
+        if isinstance(result, dict):
+            if set(result) != set(self.residual_names):
+                raise ValueError(f"Problem: the residual function returned a dict with keys {sorted(result)}; pass "
+                                 f"residual_names={tuple(sorted(result))} (now {self.residual_names}) so the loss terms are known up front.")
+            return [result[name] for name in self.residual_names]
+        residuals = list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(residuals) != count:
+            raise ValueError(f"Problem: the residual function returned {len(residuals)} residuals but residual_names has {count} "
+                             f"({self.residual_names}); name one loss term per equation: residual_names=(\"momentum\", \"continuity\", ...).")
+        return residuals
+
     def condition_residual(self, condition: Condition, solution: Callable, arrays: dict[str, tf.Tensor]) -> tf.Tensor:
-        return condition.residual(solution, self.fields.index(condition.field), arrays, self.domain.coords)
+        """The residual ``(N,)`` of one condition at its sampled ``arrays``."""
+        residual = condition.residual(solution, self.fields.index(condition.field), arrays, self.domain.coords)
+        if residual.shape.rank != 1:
+            raise ValueError(f"Problem: condition {condition.name!r} gave residuals of shape {tuple(residual.shape)}; expected (N,).")
+        return residual
+
+    def loss_terms(self, solution: Callable, points: dict[str, Any], parameters: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """The mean squared residual of every term, keyed by :attr:`term_names`.
+
+        Args:
+          solution: ``solution(x) -> (N, fields)`` (see :meth:`solution`).
+          points: as :meth:`sample_points` returns them (arrays, tensors or variables).
+          parameters: ``{name: scalar}`` for the unknown parameters.
+
+        Returns:
+          ``{name: scalar}``; the residual terms are causally weighted when ``causal`` is set.
+        """
+        interior = tf.convert_to_tensor(points["interior"])
+        if self.causal is not None:
+            mean_square = lambda r: self.causal.weighted_mean(tf.square(r), interior, self.domain)
+        else:
+            mean_square = lambda r: tf.reduce_mean(tf.square(r))
+        residuals = self.pde_residuals(solution, interior, parameters)
+        terms = {name: mean_square(r) for name, r in zip(self.residual_names, residuals)}
+        for condition in self.conditions:
+            arrays = {key: tf.convert_to_tensor(value) for key, value in points[condition.name].items()}
+            terms[condition.name] = tf.reduce_mean(tf.square(self.condition_residual(condition, solution, arrays)))
+        return terms

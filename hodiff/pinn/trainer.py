@@ -1,19 +1,34 @@
-"""Trains a PINN: compiled Adam loops, then L-BFGS through scipy, with checkpoints and logs.
+"""Trains a PINN: compiled Adam loops, then L-BFGS, with a crash-safe run log.
 
-The Adam phase runs as :class:`hodiff.TrainStep` calls of ``steps_per_call`` steps each,
-compiled with XLA. The L-BFGS phase hands the flattened weights (float64) to
-``scipy.optimize.minimize(method="L-BFGS-B")`` with an XLA-compiled value-and-gradient, logs
-every ``log_every`` iterations and prints why it stopped. Options: adaptive loss weights
-(learning-rate annealing) and residual-based adaptive resampling (RAD). Every
-``checkpoint_every`` steps the state goes to a ``tf.train.Checkpoint``; ``resume=True`` picks
-it up so that a killed run ends with the same weights as an uninterrupted one.
+The :class:`~hodiff.pinn.Problem` owns the points and the loss terms; the trainer only
+optimises their weighted sum. The Adam phase runs as :class:`hodiff.TrainStep` calls of
+``steps_per_call`` steps each, compiled with XLA (wrapped in a ``LossScaleOptimizer`` for a
+mixed precision model). The L-BFGS phase is :func:`hodiff.lbfgs.minimize_lbfgs`. Options:
+adaptive loss weights (learning-rate annealing) and residual-based adaptive resampling (RAD).
+
+With ``output_dir`` a :class:`~hodiff.pinn.runlog.RunLog` keeps ``history.csv``,
+``checkpoints/`` and ``run_info.json`` there. ``resume=True`` continues from the latest
+readable checkpoint, at any point (mid-Adam, between the phases, after L-BFGS), and ends with
+the weights, history and results of an uninterrupted run.
+
+Interface (what the command-line runner uses):
+
+- ``Trainer(problem, model, ..., output_dir, resume, overwrite, settings)``: a directory that
+  holds a run raises ``FileExistsError`` unless ``resume`` or ``overwrite``; resuming with
+  different settings raises ``ValueError`` listing them.
+- ``trainer.adam(steps)`` -> :class:`AdamResult` (``steps``, ``new_steps``, ``final_loss``,
+  ``stop_reason``); ``trainer.lbfgs(iterations)`` -> scipy ``OptimizeResult`` (``nit``,
+  ``message``, ``fun``, ...), the stored one on a resumed finished run.
+- ``trainer.history`` (Adam and L-BFGS rows, each once), ``trainer.final_loss``,
+  ``trainer.elapsed_seconds`` (training time summed over resumes), ``trainer.run_info`` (a
+  dict saved with every checkpoint and by ``trainer.save_run_info()``), ``trainer.predict``.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import os
+import logging
+import math
 import time
 from typing import Any
 
@@ -23,11 +38,21 @@ import scipy.optimize
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from hodiff import _validate
-from hodiff.pinn.problem import Problem
+from hodiff.lbfgs import minimize_lbfgs
+from hodiff.pinn.networks import is_mixed
+from hodiff.pinn.problem import CausalWeights, Problem
+from hodiff.pinn.runlog import RunLog
 from hodiff.step import TrainStep
 
-__all__ = ["Trainer", "AdaptiveWeights", "Resampling", "CausalWeights"]
+__all__ = ["Trainer", "AdaptiveWeights", "Resampling", "AdamResult"]
+
+logger = logging.getLogger(__name__)
+
+
+def _check_number(owner: str, name: str, value: Any, low: float, integer: bool = False) -> None:
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or value < low:
+        raise ValueError(f"{owner}: {name} must be a finite {'int' if integer else 'number'} >= {low}, got {value!r}.")
 
 
 @dataclasses.dataclass
@@ -45,6 +70,10 @@ class AdaptiveWeights:
 
     every: int = 100
     alpha: float = 0.1
+
+    def __post_init__(self):
+        _check_number("AdaptiveWeights", "every", self.every, 1, integer=True)
+        _check_number("AdaptiveWeights", "alpha", self.alpha, 0)
 
 
 @dataclasses.dataclass
@@ -64,23 +93,25 @@ class Resampling:
     k: float = 1.0
     c: float = 1.0
 
+    def __post_init__(self):
+        _check_number("Resampling", "every", self.every, 1, integer=True)
+        _check_number("Resampling", "candidates", self.candidates, 1, integer=True)
+        _check_number("Resampling", "k", self.k, 0)
+        _check_number("Resampling", "c", self.c, 0)
+
 
 @dataclasses.dataclass
-class CausalWeights:
-    """Causal training for time-dependent problems (Wang, Sankaran & Perdikaris 2024).
+class AdamResult:
+    """What :meth:`Trainer.adam` did: ``steps`` in total, ``new_steps`` in this call, the
+    weighted ``final_loss`` at the weights it ended with, and ``stop_reason``."""
 
-    The interior points are grouped into ``bins`` time slices; slice ``i``'s mean squared
-    residual ``L_i`` is weighted by ``exp(-epsilon * sum_{k<i} L_k)`` (held constant in the
-    gradient), so later times are fitted only once earlier times are. It keeps a PINN from
-    settling on a solution that ignores the initial condition (Allen-Cahn's unstable u = 0).
+    steps: int
+    new_steps: int
+    final_loss: float
+    stop_reason: str
 
-    References:
-      Wang, Sankaran & Perdikaris (2024), "Respecting causality for training physics-informed
-      neural networks", CMAME 421.
-    """
 
-    epsilon: float = 1.0
-    bins: int = 32
+_LBFGS_FIELDS = ("fun", "nit", "nfev", "njev", "status", "success", "message")
 
 
 def _check_every(value: int, steps_per_call: int, name: str) -> None:
@@ -103,11 +134,30 @@ class Trainer:
       checkpoint_every: Adam steps between checkpoints (needs ``output_dir``).
       adaptive_weights: an :class:`AdaptiveWeights` or ``None``.
       resampling: a :class:`Resampling` or ``None``.
-      causal: a :class:`CausalWeights` (time-dependent problems) or ``None``.
-      output_dir: where ``history.csv``, ``checkpoints/`` and ``tensorboard/`` go.
-      resume: restore the latest checkpoint in ``output_dir`` and continue from it.
+      causal: shorthand for ``problem.replace(causal=causal)`` (:class:`CausalWeights`).
+      output_dir: where ``history.csv``, ``checkpoints/``, ``run_info.json`` and
+        ``tensorboard/`` go (see :class:`~hodiff.pinn.runlog.RunLog`).
+      resume: continue the run in ``output_dir`` from its latest readable checkpoint.
       tensorboard: also write the history as TensorBoard scalars.
-      progress: show a tqdm progress bar.
+      progress: show tqdm progress bars.
+      settings: more settings that define the run (JSON-serialisable), stored with the
+        checkpoints next to the trainer's own (learning rate, seed, sizes, sampling, dtype,
+        steps per call, options, loss terms); resuming with any of them changed raises.
+      overwrite: replace a run already held in ``output_dir``.
+
+    Example:
+      ```python
+      import numpy as np
+      import tensorflow as tf
+      from hodiff import pinn
+
+      domain = pinn.Interval("x", -1.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
+      heat = pinn.Problem(domain, needs=("u_t", "u_xx"), residual=lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"],
+                          conditions=[pinn.Initial(lambda x: tf.sin(np.pi * x["x"]), count=32)])
+      trainer = pinn.Trainer(heat, pinn.mlp(domain, width=8, depth=2), interior=64, steps_per_call=10, log_every=10, progress=False)
+      adam = trainer.adam(20)
+      assert adam.steps == 20 and adam.final_loss == trainer.history[-1]["loss"]
+      ```
     """
 
     def __init__(
@@ -128,146 +178,192 @@ class Trainer:
         resume: bool = False,
         tensorboard: bool = False,
         progress: bool = True,
+        settings: dict[str, Any] | None = None,
+        overwrite: bool = False,
     ):
         _check_every(log_every, steps_per_call, "log_every")
         _check_every(checkpoint_every, steps_per_call, "checkpoint_every")
         for option in (adaptive_weights, resampling):
             if option is not None:
                 _check_every(option.every, steps_per_call, f"{type(option).__name__}.every")
-        if causal is not None and problem.domain.time is None:
-            raise ValueError("Trainer: causal weights need a time coordinate; the domain has none.")
-        if resume and output_dir is None:
-            raise ValueError("Trainer: resume=True needs output_dir, where the checkpoints are.")
+        if isinstance(learning_rate, (int, float)):
+            _check_number("Trainer", "learning_rate", learning_rate, 0)
+        if causal is not None:
+            if problem.causal is not None and problem.causal != causal:
+                raise ValueError(f"Trainer: causal={causal} differs from the problem's causal={problem.causal}; set it in one place.")
+            problem = problem.replace(causal=causal)
+        if (resume or overwrite or tensorboard) and output_dir is None:
+            raise ValueError("Trainer: resume, overwrite and tensorboard need output_dir, where the run's files are.")
         if not model.built or not model.weights:
             raise ValueError("Trainer: the model has no weights yet; give it a keras.Input(shape=(d,)) or call it once.")
         self.problem, self.model, self.seed, self.sampling = problem, model, seed, sampling
         self.log_every, self.checkpoint_every, self.progress = log_every, checkpoint_every, progress
-        self.adaptive_weights, self.resampling, self.causal, self.output_dir = adaptive_weights, resampling, causal, output_dir
+        self.adaptive_weights, self.resampling, self.output_dir = adaptive_weights, resampling, output_dir
         self.dtype = tf.as_dtype(model.weights[0].dtype)
+        self.mixed = is_mixed(model)
         self.solution = problem.solution(model)
 
         variable = lambda value, name: tf.Variable(tf.constant(value, self.dtype), name=name)
         self.parameters = {name: variable(value, name) for name, value in problem.parameters.items()}
-        domain = problem.domain
-        self.interior = variable(domain.sample_interior(interior, sampling, seed), "interior")
-        self.condition_arrays = [
-            {key: variable(array, f"{condition.name}_{key}") for key, array in condition.sample(domain, sampling, seed + 1 + i).items()}
-            for i, condition in enumerate(problem.conditions)
-        ]
-        self._check_shapes()
+        sampled = problem.sample_points(interior, sampling, seed)
+        self.interior = variable(sampled["interior"], "interior")
+        self.condition_arrays = [{key: variable(array, f"{c.name}_{key}") for key, array in sampled[c.name].items()} for c in problem.conditions]
+        self.points = {"interior": self.interior, **{c.name: arrays for c, arrays in zip(problem.conditions, self.condition_arrays)}}
+        # one eager evaluation on a few points: shape errors surface here, not inside XLA
+        problem.loss_terms(self.solution, tf.nest.map_structure(lambda v: v[:4], self.points), self.parameters)
         self.weights = {name: tf.Variable(tf.constant(problem.weights.get(name, 1.0), self.dtype), trainable=False, name=f"weight_{name}") for name in problem.term_names}
-        unknown = set(problem.weights) - set(problem.term_names)
-        if unknown:
-            raise ValueError(f"Trainer: weights given for {sorted(unknown)}, which are not loss terms; the terms are {problem.term_names}.")
         self.variables = list(model.trainable_variables) + list(self.parameters.values())
-        self.optimizer = keras.optimizers.Adam(learning_rate)
+        adam = keras.optimizers.Adam(learning_rate)
+        self.optimizer = keras.optimizers.LossScaleOptimizer(adam) if self.mixed else adam
         self.step = TrainStep(self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False)
         self.adam_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="adam_steps")
-        self.lbfgs_done = tf.Variable(False, trainable=False, name="lbfgs_done")
-        # Compiled on first use (tf.function traces lazily).
-        self._terms = tf.function(self._loss_terms, jit_compile=True)
+        # The guard's terms run without XLA: a compiled loss can drop a NaN term that the graph keeps.
+        self._terms = tf.function(lambda: problem.loss_terms(self.solution, self.points, self.parameters))
         self._weight_targets = tf.function(self._annealing_targets, jit_compile=True)
         self._residual_scores = tf.function(self._resampling_scores, jit_compile=True)
         self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True)
-        self.checkpoint = tf.train.Checkpoint(
-            model=model, optimizer=self.optimizer, parameters=self.parameters, weights=self.weights,
-            interior=self.interior, conditions=self.condition_arrays, adam_steps=self.adam_steps, lbfgs_done=self.lbfgs_done,
-        )
-        self.history: list[dict[str, float]] = []
-        self._manager = self._writer = None
-        self._start = time.perf_counter()
+        self._finite = tf.function(lambda: [tf.reduce_all(tf.math.is_finite(v)) for v in self.variables])
+
+        self.settings = {**self._own_settings(interior, learning_rate, steps_per_call), **(settings or {})}
+        self._history: list[dict[str, Any]] = []
+        self._elapsed, self._clock, self._saved_at = 0.0, None, None
+        self._lbfgs: dict[str, Any] | None = None
+        self._memory_run_info: dict[str, Any] = {}
+        self.run_log = None
         if output_dir is not None:
-            self._manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(output_dir, "checkpoints"), max_to_keep=2)
-            if resume and self._manager.latest_checkpoint:
-                self.checkpoint.restore(self._manager.latest_checkpoint).assert_existing_objects_matched()
-                self.history = self._read_history(int(self.adam_steps.numpy()))
-                print(f"resumed from {self._manager.latest_checkpoint} at Adam step {int(self.adam_steps.numpy())}")
-            if tensorboard:
-                self._writer = tf.summary.create_file_writer(os.path.join(output_dir, "tensorboard"))
+            objects = dict(model=model, optimizer=self.optimizer, parameters=self.parameters, weights=self.weights,
+                           interior=self.interior, conditions=self.condition_arrays, adam_steps=self.adam_steps)
+            self.run_log = RunLog(output_dir, objects, self.settings, resume=resume, overwrite=overwrite, tensorboard=tensorboard)
+            if self.run_log.restored:
+                self._elapsed = float(self.run_log.state.get("elapsed_seconds", 0.0))
+                self._lbfgs = self.run_log.state.get("lbfgs")
+                self._saved_at = int(self.adam_steps.numpy()) + (self._lbfgs["nit"] if self._lbfgs else 0)
+                logger.info("resumed from %s at Adam step %d%s", self.run_log.restored, int(self.adam_steps.numpy()),
+                            ", L-BFGS done" if self._lbfgs else "")
 
-    # ----------------------------------------------------------------------------- losses
-    def _check_shapes(self) -> None:
-        """Evaluates every term once on a few points, so shape errors surface before training."""
-        few = self.interior[:4]
-        self.problem.pde_residuals(self.solution, few, self.parameters)
-        for condition, arrays in zip(self.problem.conditions, self.condition_arrays):
-            residual = self.problem.condition_residual(condition, self.solution, {k: v[:4] for k, v in arrays.items()})
-            if residual.shape.rank != 1:
-                raise ValueError(f"Trainer: condition {condition.name!r} gave residuals of shape {tuple(residual.shape)}; expected (N,).")
+    def _own_settings(self, interior: int, learning_rate: Any, steps_per_call: int) -> dict[str, Any]:
+        if not isinstance(learning_rate, (int, float)):
+            learning_rate = {"schedule": type(learning_rate).__name__, **keras.optimizers.schedules.serialize(learning_rate).get("config", {})}
+        option = lambda value: dataclasses.asdict(value) if value is not None else None
+        return {"interior": interior, "sampling": self.sampling, "seed": self.seed, "learning_rate": learning_rate,
+                "steps_per_call": steps_per_call, "log_every": self.log_every, "dtype": "mixed_float16" if self.mixed else self.dtype.name,
+                "adaptive_weights": option(self.adaptive_weights), "resampling": option(self.resampling), "causal": option(self.problem.causal),
+                "terms": list(self.problem.term_names), "loss_weights": self.problem.weights, "parameters": self.problem.parameters,
+                "network_weights": int(sum(np.prod(v.shape) for v in self.model.weights))}
 
-    def _loss_terms(self) -> dict[str, tf.Tensor]:
-        """Mean squared residual of every term (causally weighted over time when asked)."""
-        interior = tf.convert_to_tensor(self.interior)
-        residuals = self.problem.pde_residuals(self.solution, interior, self.parameters)
-        if self.causal:
-            mean_square = lambda r: self._causal_mean(tf.square(r), interior)
-        else:
-            mean_square = lambda r: tf.reduce_mean(tf.square(r))
-        terms = {name: mean_square(r) for name, r in zip(self.problem.residual_names, residuals)}
-        for condition, arrays in zip(self.problem.conditions, self.condition_arrays):
-            values = {k: tf.convert_to_tensor(v) for k, v in arrays.items()}
-            terms[condition.name] = tf.reduce_mean(tf.square(self.problem.condition_residual(condition, self.solution, values)))
-        return terms
+    # ----------------------------------------------------------------------------- state
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The history rows: phase, step, seconds, loss, each term, loss weights, parameters."""
+        return self.run_log.history if self.run_log else self._history
 
-    def _causal_mean(self, squares: tf.Tensor, points: tf.Tensor) -> tf.Tensor:
-        domain, bins = self.problem.domain, self.causal.bins
-        start, end = domain.bounds[domain.time]
-        t = points[:, domain.coords.index(domain.time)]
-        index = tf.clip_by_value(tf.cast((t - start) / (end - start) * bins, tf.int32), 0, bins - 1)
-        per_bin = tf.math.unsorted_segment_mean(squares, index, bins)
-        weights = tf.stop_gradient(tf.exp(-_validate.constant(self.causal.epsilon, squares.dtype) * tf.cumsum(per_bin, exclusive=True)))
-        return tf.reduce_mean(weights * per_bin)
+    @property
+    def run_info(self) -> dict[str, Any]:
+        """Free-form facts about the run, saved with every checkpoint (needs output_dir to persist)."""
+        return self.run_log.run_info if self.run_log else self._memory_run_info
+
+    def save_run_info(self) -> None:
+        """Writes ``run_info.json`` now (atomically); it is also written with every checkpoint."""
+        if self.run_log:
+            self.run_log.save_run_info()
+
+    @property
+    def elapsed_seconds(self) -> float:
+        """Wall time spent in :meth:`adam` and :meth:`lbfgs`, summed over resumes."""
+        return self._elapsed + (time.perf_counter() - self._clock if self._clock is not None else 0.0)
+
+    @property
+    def final_loss(self) -> float:
+        """The weighted total loss at the current weights."""
+        return self._weighted(self._term_values())
+
+    def _term_values(self) -> dict[str, float]:
+        return {name: float(value) for name, value in self._terms().items()}
+
+    def _weighted(self, terms: dict[str, float]) -> float:
+        return sum(float(self.weights[name].numpy()) * value for name, value in terms.items())
 
     def _total_loss(self) -> tf.Tensor:
-        terms = self._loss_terms()
-        return tf.add_n([self.weights[name] * value for name, value in terms.items()])
+        terms = self.problem.loss_terms(self.solution, self.points, self.parameters)
+        return tf.add_n([tf.cast(self.weights[name], value.dtype) * value for name, value in terms.items()])
+
+    def _guard(self, loss: float, where: str, terms: dict[str, float]) -> None:
+        """Raises if the loss, any term or any weight is not finite (each checked on its own)."""
+        bad_terms = [name for name, value in terms.items() if not math.isfinite(value)]
+        bad_variables = [v.name for v, ok in zip(self.variables, self._finite()) if not bool(ok)]
+        if math.isfinite(loss) and not bad_terms and not bad_variables:
+            return
+        raise FloatingPointError(
+            f"Trainer: at {where} the loss is {loss}; non-finite loss terms: {bad_terms or 'none'}; non-finite weights: "
+            f"{bad_variables or 'none'}. Lower the learning rate, or check the residual, the conditions' values and the loss weights.")
+
+    def _save(self, number: int) -> None:
+        if self.run_log is None:
+            return
+        self._tick()
+        self.run_log.save(number, elapsed_seconds=self._elapsed, lbfgs=self._lbfgs)
+        self._saved_at = number
+
+    def _tick(self) -> None:
+        if self._clock is not None:
+            now = time.perf_counter()
+            self._elapsed += now - self._clock
+            self._clock = now
 
     # ----------------------------------------------------------------------------- Adam
-    def adam(self, steps: int) -> None:
+    def adam(self, steps: int) -> AdamResult:
         """Runs Adam until ``steps`` steps in total have been taken (resume-aware)."""
         chunk = self.step.steps_per_call
-        if steps % chunk:
-            raise ValueError(f"Trainer.adam: steps={steps} must be a multiple of steps_per_call={chunk}.")
-        done = int(self.adam_steps.numpy())
+        if not isinstance(steps, int) or steps < 0 or steps % chunk:
+            raise ValueError(f"Trainer.adam: steps={steps!r} must be a multiple of steps_per_call={chunk}.")
+        start = done = int(self.adam_steps.numpy())
         if done >= steps:
-            return
+            return AdamResult(done, 0, self.final_loss, f"already done: {done} steps taken (resumed run)")
         bar = tqdm(total=steps, initial=done, desc="Adam", disable=not self.progress, unit="step")
-        while done < steps:
-            # Resampling happens before a chunk, after the checkpoint of the chunk before, so a
-            # run resumed from that checkpoint resamples exactly as the uninterrupted one.
-            if self.resampling and done and done % self.resampling.every == 0:
-                self._resample(done)
-            outputs = self.step()
-            done += chunk
-            self.adam_steps.assign(done)
-            if not np.isfinite(float(outputs["loss"])):
-                raise FloatingPointError(f"Trainer: the loss became {float(outputs['loss'])} at Adam step {done}; lower the learning rate or check the residual.")
-            if self.adaptive_weights and done % self.adaptive_weights.every == 0:
-                self._update_weights()
-            if done % self.log_every == 0:
-                row = self._log("adam", done)
-                bar.set_postfix(loss=f"{row['loss']:.3e}")
-            bar.update(chunk)
-            if self._manager and done % self.checkpoint_every == 0:
-                self._manager.save(checkpoint_number=done)
-        bar.close()
+        self._clock = time.perf_counter()
+        try:
+            while done < steps:
+                # Resampling happens before a chunk, after the checkpoint of the chunk before, so a
+                # run resumed from that checkpoint resamples exactly as the uninterrupted one.
+                if self.resampling and done and done % self.resampling.every == 0:
+                    self._resample(done)
+                outputs = self.step()
+                done += chunk
+                self.adam_steps.assign(done)
+                terms = self._term_values()
+                self._guard(float(outputs["loss"]), f"Adam step {done}", terms)
+                if self.adaptive_weights and done % self.adaptive_weights.every == 0:
+                    self._update_weights()
+                if done % self.log_every == 0:
+                    row = self._log("adam", done, terms)
+                    bar.set_postfix(loss=f"{row['loss']:.3e}")
+                bar.update(chunk)
+                if done % self.checkpoint_every == 0:
+                    self._save(done)
+            if self._saved_at != done:
+                self._save(done)
+        finally:
+            bar.close()
+            self._tick()
+            self._clock = None
+        return AdamResult(done, done - start, self.final_loss, f"reached {steps} steps")
 
     def _update_weights(self) -> None:
         targets = self._weight_targets()
         alpha = self.adaptive_weights.alpha
         for name, target in targets.items():
-            self.weights[name].assign((1.0 - alpha) * self.weights[name] + alpha * target)
+            self.weights[name].assign((1.0 - alpha) * self.weights[name] + alpha * tf.cast(target, self.dtype))
 
     def _annealing_targets(self) -> dict[str, tf.Tensor]:
         with tf.GradientTape(persistent=True) as tape:
-            terms = self._loss_terms()
+            terms = self.problem.loss_terms(self.solution, self.points, self.parameters)
         weights = self.model.trainable_variables
         flat = lambda grads: tf.concat([tf.reshape(tf.abs(g), [-1]) for g in grads if g is not None], 0)
         residual_max = tf.reduce_max(flat(tape.gradient(tf.add_n([terms[n] for n in self.problem.residual_names]), weights)))
         targets = {}
         for condition in self.problem.conditions:
             mean = tf.reduce_mean(flat(tape.gradient(terms[condition.name], weights)))
-            targets[condition.name] = residual_max / tf.maximum(mean, tf.constant(1e-30, self.dtype))
+            targets[condition.name] = residual_max / tf.maximum(mean, tf.constant(1e-30, mean.dtype))
         del tape
         return targets
 
@@ -285,89 +381,66 @@ class Trainer:
         self.interior.assign(candidates[chosen])
 
     # ----------------------------------------------------------------------------- L-BFGS
-    def lbfgs(self, max_iterations: int, gtol: float = 1e-10, ftol: float = float(np.finfo(float).eps), max_corrections: int = 50) -> scipy.optimize.OptimizeResult | None:
-        """Runs L-BFGS-B on the flattened weights; prints and returns scipy's result.
+    def lbfgs(self, max_iterations: int, gtol: float = 1e-10, ftol: float = float(np.finfo(float).eps), max_corrections: int = 50) -> scipy.optimize.OptimizeResult:
+        """Runs L-BFGS-B (:func:`hodiff.lbfgs.minimize_lbfgs`) on the weights; returns scipy's result.
 
-        scipy's default ``ftol`` (2.2e-9, relative to max(|f|, 1)) stops PINN runs early, as
-        soon as the loss is small; the default here only stops on ``max_iterations``, a tiny
-        gradient or a line-search failure, and the reason is printed.
+        The defaults stop only on ``max_iterations``, a tiny gradient or a line-search failure
+        (scipy's default ``ftol`` stops PINN runs as soon as the loss is small). A resumed run
+        whose L-BFGS phase had finished returns the stored result (``x`` is the current
+        weights) and trains nothing; one killed during L-BFGS restarts the phase from the
+        checkpoint taken before it, which reproduces the same iterates. The phase counts as
+        done only when it took at least one iteration.
 
-        A resumed run restarts L-BFGS from the weights it started from (saved in the checkpoint
-        before the phase), so it ends where an uninterrupted run ends.
+        Raises:
+          FloatingPointError: a loss term is not finite at the start or the end, naming it.
         """
-        if bool(self.lbfgs_done.numpy()):
-            print("L-BFGS: already done in the run being resumed")
-            return None
-        if self._manager:
-            self._manager.save(checkpoint_number=int(self.adam_steps.numpy()))
-        shapes = [v.shape for v in self.variables]
-        sizes = [int(np.prod(s)) for s in shapes]
-
-        @tf.function(jit_compile=True)
-        def value_and_gradient(flat):
-            for v, part, shape in zip(self.variables, tf.split(flat, sizes), shapes):
-                v.assign(tf.cast(tf.reshape(part, shape), v.dtype))
-            with tf.GradientTape() as tape:
-                loss = self._total_loss()
-            grads = tape.gradient(loss, self.variables)
-            return tf.cast(loss, tf.float64), tf.concat([tf.reshape(tf.cast(g, tf.float64), [-1]) for g in grads], 0)
-
-        def fun(flat):
-            loss, gradient = value_and_gradient(tf.constant(flat))
-            return float(loss), gradient.numpy()
-
-        bar = tqdm(total=max_iterations, desc="L-BFGS", disable=not self.progress, unit="it")
-        iteration = [0]
+        if self._lbfgs is not None:
+            x = np.concatenate([np.ravel(v.numpy()).astype(np.float64) for v in self.variables])
+            return scipy.optimize.OptimizeResult(x=x, **self._lbfgs)
+        terms = self._term_values()
+        self._guard(self._weighted(terms), "the start of L-BFGS", terms)
+        base = int(self.adam_steps.numpy())
+        if self._saved_at != base:
+            self._save(base)
+        iterations, logged = [0], [None]
 
         def callback(intermediate_result):
-            iteration[0] += 1
-            bar.update(1)
-            if iteration[0] % self.log_every == 0:
-                row = self._log("lbfgs", int(self.adam_steps.numpy()) + iteration[0], intermediate_result.x)
-                bar.set_postfix(loss=f"{row['loss']:.3e}")
+            iterations[0] += 1
+            if iterations[0] % self.log_every == 0:
+                self._log("lbfgs", base + iterations[0])
+                logged[0] = base + iterations[0]
 
-        x0 = np.concatenate([np.ravel(v.numpy()).astype(np.float64) for v in self.variables])
-        result = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback, options={"maxiter": max_iterations, "maxfun": int(1.25 * max_iterations) + 20, "ftol": ftol, "gtol": gtol, "maxcor": max_corrections})
-        bar.close()
-        value_and_gradient(tf.constant(result.x))  # leave the variables at scipy's answer
-        print(f"L-BFGS stopped after {result.nit} iterations and {result.nfev} evaluations, loss {result.fun:.4e}: {result.message}")
-        self._log("lbfgs", int(self.adam_steps.numpy()) + result.nit)
-        self.lbfgs_done.assign(True)
-        if self._manager:
-            self._manager.save(checkpoint_number=int(self.adam_steps.numpy()) + result.nit)
+        loss_scale = float(self.optimizer.dynamic_scale.numpy()) if self.mixed else 1.0
+        self._clock = time.perf_counter()
+        try:
+            result = minimize_lbfgs(self._total_loss, self.variables, max_iterations, gtol=gtol, ftol=ftol, max_corrections=max_corrections,
+                                    callback=callback, loss_scale=loss_scale, progress=self.progress)
+            terms = self._term_values()
+            self._guard(float(result.fun), f"the end of L-BFGS ({result.message})", terms)
+            if result.nit == 0:
+                logger.warning("L-BFGS stopped without taking an iteration (%s); it does not count as done.", result.message)
+                return result
+            if logged[0] != base + result.nit:
+                self._log("lbfgs", base + result.nit, terms)
+            self._lbfgs = {key: (str(result[key]) if key == "message" else result[key].item() if hasattr(result[key], "item") else result[key])
+                           for key in _LBFGS_FIELDS if key in result}
+            self._save(base + result.nit)
+        finally:
+            self._tick()
+            self._clock = None
         return result
 
     # ----------------------------------------------------------------------------- logs
-    def _log(self, phase: str, step: int, flat: np.ndarray | None = None) -> dict[str, float]:
-        terms = {name: float(value) for name, value in self._terms().items()}
-        row = {"phase": phase, "step": step, "seconds": round(time.perf_counter() - self._start, 3),
-               "loss": sum(float(self.weights[n].numpy()) * v for n, v in terms.items()), **terms,
+    def _log(self, phase: str, step: int, terms: dict[str, float] | None = None) -> dict[str, Any]:
+        terms = terms if terms is not None else self._term_values()
+        row = {"phase": phase, "step": step, "seconds": round(self.elapsed_seconds, 3), "loss": self._weighted(terms), **terms,
                **{f"weight_{n}": float(w.numpy()) for n, w in self.weights.items()},
                **{n: float(p.numpy()) for n, p in self.parameters.items()}}
-        self.history.append(row)
-        if self.output_dir:
-            self._write_history()
-        if self._writer:
-            with self._writer.as_default(step=step):
-                for key, value in row.items():
-                    if key not in ("phase", "step"):
-                        tf.summary.scalar(key, value)
+        if self.run_log:
+            self.run_log.append(row)
+        else:
+            self._history.append(row)
         return row
-
-    def _write_history(self) -> None:
-        os.makedirs(self.output_dir, exist_ok=True)
-        with open(os.path.join(self.output_dir, "history.csv"), "w", newline="") as file:
-            writer = csv.DictWriter(file, fieldnames=list(self.history[0]))
-            writer.writeheader()
-            writer.writerows(self.history)
-
-    def _read_history(self, up_to_step: int) -> list[dict[str, Any]]:
-        path = os.path.join(self.output_dir, "history.csv")
-        if not os.path.exists(path):
-            return []
-        with open(path) as file:
-            rows = [row for row in csv.DictReader(file) if row["phase"] == "adam" and int(row["step"]) <= up_to_step]
-        return [{k: (v if k == "phase" else int(v) if k == "step" else float(v)) for k, v in row.items()} for row in rows]
 
     # ----------------------------------------------------------------------------- use
     def predict(self, points: Any, batch: int = 65536) -> np.ndarray:

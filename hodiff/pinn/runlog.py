@@ -1,0 +1,299 @@
+"""The run log: what a training run writes to its directory, crash-safe.
+
+A :class:`RunLog` owns ``history.csv`` (one row per log event), ``checkpoints/`` (a
+``tf.train.CheckpointManager`` keeping the last ``max_to_keep``), ``run_info.json`` (free-form
+facts about the run, e.g. the error before training) and, optionally, ``tensorboard/``. Every
+checkpoint also carries the run's state as JSON: the settings, the history up to that
+checkpoint, the run info and whatever the trainer adds (wall time, the L-BFGS result), so a
+resumed run continues exactly where its checkpoint was taken.
+
+Every file is written atomically: to a temporary file in the same directory, then renamed
+over the old one (``os.replace``), so a kill at any moment leaves the previous complete file.
+:func:`atomic_write` does this for any writer (``np.savez``, ``fig.savefig``, ``open``).
+
+Example:
+  ```python
+  import json, os, tempfile
+  import numpy as np
+  from hodiff.pinn.runlog import atomic_write, write_json
+
+  directory = tempfile.mkdtemp()
+  write_json(os.path.join(directory, "metrics.json"), {"error": 1e-3})
+  with atomic_write(os.path.join(directory, "prediction.npz")) as path:
+      np.savez(path, u=np.zeros(3))          # path ends in .npz too, so savez adds nothing
+  assert sorted(os.listdir(directory)) == ["metrics.json", "prediction.npz"]
+  ```
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import tempfile
+from typing import Any, Iterator, Sequence
+
+import tensorflow as tf
+
+__all__ = ["RunLog", "atomic_write", "write_json", "write_csv", "read_history"]
+
+logger = logging.getLogger(__name__)
+
+HISTORY, RUN_INFO, CHECKPOINTS, TENSORBOARD = "history.csv", "run_info.json", "checkpoints", "tensorboard"
+_CHECKPOINT_FILE = re.compile(r"^ckpt-(\d+)\.index$")
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike) -> Iterator[str]:
+    """Yields a temporary path beside ``path`` (same extension); renames it to ``path`` on success.
+
+    On an exception the temporary file is removed and ``path`` keeps its old content. The
+    directory is created if needed.
+
+    Args:
+      path: the file to write.
+
+    Example:
+      ```python
+      import os, tempfile
+      from hodiff.pinn.runlog import atomic_write
+
+      path = os.path.join(tempfile.mkdtemp(), "notes.txt")
+      with atomic_write(path) as temporary:
+          with open(temporary, "w") as file:
+              file.write("done")
+      assert open(path).read() == "done"
+      ```
+    """
+    path = os.fspath(path)
+    directory, name = os.path.split(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    stem, extension = os.path.splitext(name)
+    handle, temporary = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".tmp{extension}", dir=directory)
+    os.close(handle)
+    os.remove(temporary)  # writers such as np.savez and savefig create the file themselves
+    try:
+        yield temporary
+        if not os.path.exists(temporary):
+            raise FileNotFoundError(f"atomic_write: nothing was written to the temporary file {temporary} for {path}.")
+        with open(temporary, "rb") as file:
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Writes ``obj`` as indented JSON to ``path`` atomically."""
+    with atomic_write(path) as temporary, open(temporary, "w") as file:
+        json.dump(obj, file, indent=2)
+
+
+def write_csv(path: str | os.PathLike, rows: Sequence[dict[str, Any]]) -> None:
+    """Writes ``rows`` (dicts; the columns are their keys in first-seen order) as CSV atomically."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with atomic_write(path) as temporary, open(temporary, "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def read_history(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Reads a ``history.csv``: ``phase`` stays text, ``step`` is an int, other columns floats.
+
+    A row that cannot be parsed (a truncated or garbled line, as a killed non-atomic writer
+    leaves) is dropped with a warning naming its line; a missing file gives ``[]``.
+    """
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as file:
+        text = file.read()
+    reader = csv.reader(io.StringIO(text))
+    rows: list[dict[str, Any]] = []
+    try:
+        header = next(reader)
+    except (StopIteration, csv.Error):
+        logger.warning("%s has no readable header; its history is ignored.", path)
+        return []
+    for line, values in enumerate(reader, start=2):
+        try:
+            if len(values) != len(header):
+                raise ValueError(f"{len(values)} fields, expected {len(header)}")
+            row = {key: value if key == "phase" else int(value) if key == "step" else float(value) for key, value in zip(header, values)}
+        except ValueError as error:
+            logger.warning("%s: line %d is truncated or garbled (%s); dropped.", path, line, error)
+            continue
+        rows.append(row)
+    return rows
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists, unknown objects their repr)."""
+    return json.loads(json.dumps(value, sort_keys=True, default=repr))
+
+
+class RunLog:
+    """History, checkpoints, run info and settings of one training run in ``directory``.
+
+    Args:
+      directory: the run's directory.
+      objects: the trackable state to checkpoint, ``{name: model, optimizer, variable, ...}``.
+      settings: what defines the run (learning rate, seed, sizes, ...), JSON-serialisable;
+        resuming with different settings raises ``ValueError`` listing them.
+      resume: continue the run held in ``directory`` from its latest readable checkpoint.
+      overwrite: replace a run held in ``directory`` (its checkpoints, history, run info and
+        TensorBoard logs are removed). Without ``resume`` or ``overwrite``, a directory that
+        holds a run raises ``FileExistsError``.
+      max_to_keep: checkpoints kept (at least 2, so a corrupt latest one has a predecessor).
+      tensorboard: also write each history row as TensorBoard scalars.
+
+    Attributes:
+      history: the rows logged so far (restored from the checkpoint on resume).
+      run_info: a dict saved to ``run_info.json`` by :meth:`save_run_info` and with every
+        checkpoint; restored on resume.
+      state: the extra state stored with the restored checkpoint (``{}`` for a new run).
+      restored: the checkpoint path resumed from, or ``None``.
+    """
+
+    def __init__(self, directory: str, objects: dict[str, Any], settings: dict[str, Any] | None = None, resume: bool = False,
+                 overwrite: bool = False, max_to_keep: int = 2, tensorboard: bool = False):
+        if resume and overwrite:
+            raise ValueError("RunLog: resume=True and overwrite=True contradict each other; pass one (--resume or --overwrite).")
+        if not isinstance(max_to_keep, int) or max_to_keep < 2:
+            raise ValueError(f"RunLog: max_to_keep must be an int >= 2 (a corrupt latest checkpoint needs a predecessor), got {max_to_keep!r}.")
+        self.directory = os.fspath(directory)
+        self.settings = _jsonable(settings or {})
+        self.history: list[dict[str, Any]] = []
+        self.run_info: dict[str, Any] = {}
+        self.state: dict[str, Any] = {}
+        self.restored: str | None = None
+        self._state = tf.Variable("", dtype=tf.string, trainable=False, name="run_state")
+        self.checkpoint = tf.train.Checkpoint(**objects, run_state=self._state)
+        self._checkpoints = os.path.join(self.directory, CHECKPOINTS)
+        held = self._held_files()
+        if held and not resume:
+            if not overwrite:
+                raise FileExistsError(
+                    f"{self.directory} already holds a run ({', '.join(held)}); pass resume=True (--resume) to continue it "
+                    f"or overwrite=True (--overwrite) to replace it.")
+            self._remove_run()
+        if resume:
+            if not held:
+                raise FileNotFoundError(f"resume: {self.directory} holds no run to resume (no {CHECKPOINTS}/, {HISTORY} or {RUN_INFO}); run without resume first.")
+            self._restore()
+        os.makedirs(self._checkpoints, exist_ok=True)
+        self._manager = tf.train.CheckpointManager(self.checkpoint, self._checkpoints, max_to_keep=max_to_keep)
+        self._writer = tf.summary.create_file_writer(os.path.join(self.directory, TENSORBOARD)) if tensorboard else None
+        if self.history:
+            write_csv(os.path.join(self.directory, HISTORY), self.history)
+
+    # ----------------------------------------------------------------------------- files
+    def _checkpoint_files(self) -> list[tuple[int, str]]:
+        """``(number, prefix)`` of every checkpoint with an index file, newest first."""
+        found = []
+        for name in os.listdir(self._checkpoints) if os.path.isdir(self._checkpoints) else []:
+            match = _CHECKPOINT_FILE.match(name)
+            if match:
+                found.append((int(match.group(1)), os.path.join(self._checkpoints, name[: -len(".index")])))
+        return sorted(found, reverse=True)
+
+    def _held_files(self) -> list[str]:
+        held = [name for name in (HISTORY, RUN_INFO) if os.path.exists(os.path.join(self.directory, name))]
+        if os.path.isdir(self._checkpoints) and os.listdir(self._checkpoints):
+            held.insert(0, f"{CHECKPOINTS}/")
+        return held
+
+    def _remove_run(self) -> None:
+        logger.warning("overwrite: removing the run in %s", self.directory)
+        for name in (CHECKPOINTS, TENSORBOARD):
+            shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+        for name in (HISTORY, RUN_INFO):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(self.directory, name))
+
+    # ----------------------------------------------------------------------------- resume
+    def _restore(self) -> None:
+        candidates = self._checkpoint_files()
+        if not candidates:
+            logger.warning("resume: %s has no checkpoint yet (the run was stopped before its first); starting from the beginning.", self.directory)
+            self._remove_run()
+            return
+        index = tf.train.get_checkpoint_state(self._checkpoints)
+        if index is None or os.path.basename(index.model_checkpoint_path) != os.path.basename(candidates[0][1]):
+            logger.warning("resume: the checkpoint index in %s is missing, unreadable or stale; recovering from the checkpoint files %s.",
+                           self._checkpoints, [os.path.basename(p) for _, p in candidates])
+        failures = []
+        for position, (_, prefix) in enumerate(candidates):
+            try:
+                state = json.loads(tf.train.load_checkpoint(prefix).get_tensor("run_state/.ATTRIBUTES/VARIABLE_VALUE"))
+            except Exception as error:  # noqa: BLE001 - any unreadable file means: try the previous checkpoint
+                failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
+                logger.warning("resume: checkpoint %s is unreadable (%s: %s); trying the previous one.", prefix, type(error).__name__, error)
+                continue
+            self._check_settings(state.get("settings", {}))
+            try:
+                self.checkpoint.restore(prefix).assert_existing_objects_matched()
+            except Exception as error:  # noqa: BLE001 - corrupt or truncated: TF raises IndexError, DataLossError, ...
+                failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
+                logger.warning("resume: checkpoint %s is corrupt or truncated (%s: %s); trying the previous one.", prefix, type(error).__name__, error)
+                continue
+            self.restored = prefix
+            self.history = state.pop("history")
+            self.run_info = state.pop("run_info")
+            state.pop("settings", None)
+            self.state = state
+            # Older, readable checkpoints stay listed; the corrupt newer ones are left out and get overwritten.
+            kept = [p for _, p in candidates[position:]][::-1]
+            tf.compat.v1.train.update_checkpoint_state(self._checkpoints, prefix, all_model_checkpoint_paths=kept)
+            info_path = os.path.join(self.directory, RUN_INFO)
+            if os.path.exists(info_path):
+                try:
+                    with open(info_path) as file:
+                        self.run_info = json.load(file)
+                except ValueError as error:
+                    logger.warning("resume: %s is unreadable (%s); using the run info stored with the checkpoint.", info_path, error)
+            logger.info("resumed from %s", prefix)
+            return
+        raise RuntimeError(f"resume: no checkpoint in {self._checkpoints} could be read: {'; '.join(failures)}. "
+                           "Remove the directory or pass overwrite=True (--overwrite) to start again.")
+
+    def _check_settings(self, stored: dict[str, Any]) -> None:
+        differing = [f"{key}: {stored.get(key, '(not set)')!r} in the run, {self.settings.get(key, '(not set)')!r} now"
+                     for key in sorted(set(stored) | set(self.settings)) if stored.get(key) != self.settings.get(key)]
+        if differing:
+            raise ValueError(f"resume: the settings differ from the run's in {self.directory}: " + "; ".join(differing)
+                             + ". Resume with the run's settings, or start a new run (overwrite=True, --overwrite, or another directory).")
+
+    # ----------------------------------------------------------------------------- logging
+    def append(self, row: dict[str, Any]) -> None:
+        """Adds a history row, rewrites ``history.csv`` and writes TensorBoard scalars."""
+        self.history.append(row)
+        write_csv(os.path.join(self.directory, HISTORY), self.history)
+        if self._writer is not None:
+            with self._writer.as_default(step=int(row["step"])):
+                for key, value in row.items():
+                    if key not in ("phase", "step") and isinstance(value, (int, float)) and math.isfinite(value):
+                        tf.summary.scalar(key, value)
+
+    def save(self, number: int, **state: Any) -> str:
+        """Saves a checkpoint numbered ``number`` with ``state`` (JSON-serialisable) and the run info."""
+        payload = {**_jsonable(state), "settings": self.settings, "history": self.history, "run_info": _jsonable(self.run_info)}
+        self._state.assign(json.dumps(payload))
+        path = self._manager.save(checkpoint_number=number)
+        self.save_run_info()
+        return path
+
+    def save_run_info(self) -> None:
+        """Writes ``run_info.json`` atomically."""
+        write_json(os.path.join(self.directory, RUN_INFO), _jsonable(self.run_info))
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        return self._manager.latest_checkpoint
