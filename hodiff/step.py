@@ -8,6 +8,12 @@ Under ``tf.distribute`` each replica computes its gradients in an XLA-compiled f
 mean over replicas is taken first, and the transforms (clipping, accumulation, non-finite
 skipping), the statistics and the optimizer act on that mean after, once, in cross-replica
 context. So an ``R``-replica step equals a one-replica step on the same global batch.
+
+Mixed precision: with a ``keras.optimizers.LossScaleOptimizer`` the loss is multiplied by its
+dynamic scale before differentiating and the gradients are divided by it (in float32) before
+the transforms, so clipping and the statistics see the true gradients; a non-finite scaled
+gradient halves the scale and skips the step, as the Keras optimizer does. A float16 or
+bfloat16 loss (a ``mixed_float16`` model) is cast to float32 first.
 """
 
 from __future__ import annotations
@@ -22,7 +28,15 @@ from hodiff import _validate
 from hodiff.monitor import gradient_stats, write_summaries
 from hodiff.transforms import GradientTransform, identity
 
-__all__ = ["TrainStep"]
+__all__ = ["TrainStep", "full_precision"]
+
+_HALF = (tf.float16, tf.bfloat16)
+
+
+def full_precision(x: Any) -> tf.Tensor:
+    """``x`` as a tensor, cast to float32 if it is float16 or bfloat16 (losses are summed in float32)."""
+    x = tf.convert_to_tensor(x)
+    return tf.cast(x, tf.float32) if x.dtype in _HALF else x
 
 
 class TrainStep(tf.Module):
@@ -32,7 +46,10 @@ class TrainStep(tf.Module):
       loss_fn: ``loss_fn(*batch) -> scalar``, the mean loss over the (local) batch; it uses the
         model or variables by closure.
       variables: a Keras model (its trainable variables are trained) or a list of variables.
-      optimizer: a Keras 3 optimizer (create it under ``strategy.scope()`` when distributed).
+      optimizer: a Keras 3 optimizer (create it under ``strategy.scope()`` when distributed). A
+        ``keras.optimizers.LossScaleOptimizer`` turns on dynamic loss scaling (see the module
+        docstring): the step applies the unscaled, transformed gradients through its inner
+        optimizer and updates the scale itself.
       transform: a :mod:`hodiff.transforms` transform (e.g. a chain of skip_nonfinite,
         accumulate and clip_by_global_norm); default none.
       steps_per_call: training steps per call, looped inside the compiled graph.
@@ -48,11 +65,17 @@ class TrainStep(tf.Module):
       gradients_fn: instead of differentiating ``loss_fn`` with one tape, compute
         ``(loss, gradients, extras)`` with this ``gradients_fn(*batch)`` (e.g. meta-gradients
         taken task by task); ``extras`` is a dict of scalars added to the outputs. Pass
-        ``loss_fn=None`` then.
+        ``loss_fn=None`` then. With a ``LossScaleOptimizer``, return the gradients of
+        :meth:`scale_loss` of the loss (and the loss itself unscaled); the step unscales them.
 
     Calling the step with a batch returns a dict of tensors from the last step of the call:
-    ``loss``, ``losses`` (one per step of the call), ``applied`` (the optimizer ran), what the
-    transforms report (``global_norm``, ``total_skips``, ...) and the gradient statistics.
+    ``loss`` (float32 for a half-precision loss), ``losses`` (one per step of the call),
+    ``applied`` (the optimizer ran), what the transforms report (``global_norm`` of the clipping
+    transforms, ``total_skips``, ...), ``loss_scale`` with a ``LossScaleOptimizer``, and with
+    ``monitor`` the statistics of the unscaled gradients as a dict under ``gradient_stats``
+    (so the monitor's ``global_norm``, before any transform, stays apart from the clipping
+    transform's). A batch with zero examples is not a step: ``applied`` is ``False`` and
+    nothing is updated or counted (its mean loss is NaN).
 
     Example:
       ```python
@@ -97,6 +120,8 @@ class TrainStep(tf.Module):
             raise ValueError(f"{caller}: pass exactly one of loss_fn (differentiated with a tape) and gradients_fn (returns loss, gradients and extras).")
         self.loss_fn, self.gradients_fn = loss_fn, gradients_fn
         self.optimizer = optimizer
+        self.loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        self._updater = optimizer.inner_optimizer if self.loss_scaling else optimizer
         self.transform = transform or identity()
         self.steps_per_call = steps_per_call
         self.per_step_batches = per_step_batches
@@ -118,11 +143,50 @@ class TrainStep(tf.Module):
             batch = tf.nest.map_structure(lambda b: b[index], batch)
         if self.gradients_fn is not None:
             loss, grads, extras = self.gradients_fn(*batch)
-            return tf.convert_to_tensor(loss), _validate.densify(list(grads)), dict(extras)
+            return full_precision(loss), _validate.densify(list(grads)), dict(extras)
         with tf.GradientTape() as tape:
-            loss = tf.convert_to_tensor(self.loss_fn(*batch))
-        _validate.check_scalar(loss, "TrainStep: loss_fn")
-        return loss, _validate.densify(tape.gradient(loss, self.variables_)), {}
+            loss = full_precision(self.loss_fn(*batch))
+            _validate.check_scalar(loss, "TrainStep: loss_fn")
+            scaled = self.scale_loss(loss)
+        return loss, _validate.densify(tape.gradient(scaled, self.variables_)), {}
+
+    def scale_loss(self, loss: Any) -> tf.Tensor:
+        """``loss`` (cast to float32 if half precision) times the current dynamic loss scale.
+
+        Without a ``LossScaleOptimizer`` the scale is 1 and the loss is returned as it is. A
+        ``gradients_fn`` differentiates this, not the loss, when loss scaling is on.
+        """
+        loss = full_precision(loss)
+        if not self.loss_scaling:
+            return loss
+        return loss * tf.cast(self.optimizer.dynamic_scale, loss.dtype)
+
+    def _unscale(self, grads: list) -> tuple[list, tf.Tensor, dict]:
+        """Gradients divided by the loss scale (in float32 at least), whether all are finite,
+        and the scale for the outputs; identity without loss scaling."""
+        if not self.loss_scaling:
+            return grads, tf.constant(True), {}
+        scale = tf.identity(tf.convert_to_tensor(self.optimizer.dynamic_scale))
+
+        def unscale(g):
+            wide = full_precision(g)
+            return tf.cast(wide / tf.cast(scale, wide.dtype), g.dtype)
+
+        grads = [None if g is None else unscale(g) for g in grads]
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads if g is not None])
+        return grads, finite, {"loss_scale": scale}
+
+    def _update_loss_scale(self, finite: tf.Tensor, has_examples: tf.Tensor) -> None:
+        """Keras's dynamic loss-scale rule: a non-finite gradient halves the scale; after
+        ``dynamic_growth_steps`` finite ones in a row it doubles. An empty batch changes nothing."""
+        optimizer = self.optimizer
+        counter, scale = optimizer.step_counter, optimizer.dynamic_scale
+        count = tf.convert_to_tensor(counter)
+        grow = tf.logical_and(finite, count >= optimizer.dynamic_growth_steps - 1)
+        factor = tf.where(has_examples, tf.where(grow, 2.0, tf.where(finite, 1.0, 0.5)), 1.0)
+        scale.assign(tf.convert_to_tensor(scale) * tf.cast(factor, scale.dtype))
+        counted = tf.where(tf.logical_and(finite, tf.logical_not(grow)), count + 1, tf.zeros_like(count))
+        counter.assign(tf.where(has_examples, counted, count))
 
     def _replicated_loss_and_grads(self, batch: Any, index: tf.Tensor) -> tuple[tf.Tensor, list, dict]:
         """Per-replica gradients (XLA-compiled), then their mean over replicas.
@@ -134,23 +198,28 @@ class TrainStep(tf.Module):
         mean = lambda value: self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
         return mean(loss), [None if g is None else mean(g) for g in grads], {k: mean(v) for k, v in extras.items()}
 
-    def _one_step(self, batch: Any, index: tf.Tensor) -> dict[str, tf.Tensor]:
+    def _one_step(self, batch: Any, index: tf.Tensor, has_examples: Any) -> dict[str, tf.Tensor]:
         loss, grads, extras = self._loss_and_grads(batch, index)
-        stats = gradient_stats(grads) if self.monitor else {}
-        update = self.transform(grads, self.variables_)
+        grads, finite, scale_info = self._unscale(grads)
+        stats = {"gradient_stats": gradient_stats(grads)} if self.monitor else {}
+        # Transforms ignore calls with apply=False: an overflow of the scaled gradient and an
+        # empty batch are neither counted as skips nor accumulated.
+        update = self.transform(grads, self.variables_, apply=tf.logical_and(finite, has_examples))
 
         def apply_update():
-            self.optimizer.apply_gradients([(g, v) for g, v in zip(update.grads, self.variables_) if g is not None])
+            self._updater.apply_gradients([(g, v) for g, v in zip(update.grads, self.variables_) if g is not None])
             return tf.constant(True)
 
         applied = tf.cond(update.apply, apply_update, lambda: tf.constant(False))
-        return {"loss": loss, "applied": applied, **extras, **update.info, **stats}
+        if self.loss_scaling:
+            self._update_loss_scale(finite, has_examples)
+        return {"loss": loss, "applied": applied, **extras, **update.info, **scale_info, **stats}
 
-    def _steps(self, batch: Any) -> dict[str, tf.Tensor]:
-        outputs = self._one_step(batch, tf.constant(0))
+    def _steps(self, batch: Any, has_examples: Any) -> dict[str, tf.Tensor]:
+        outputs = self._one_step(batch, tf.constant(0), has_examples)
         losses = tf.TensorArray(outputs["loss"].dtype, size=self.steps_per_call).write(0, outputs["loss"])
         for i in tf.range(1, self.steps_per_call):
-            outputs = self._one_step(batch, i)
+            outputs = self._one_step(batch, i, has_examples)
             losses = losses.write(i, outputs["loss"])
         return {**outputs, "losses": losses.stack()}
 
@@ -184,13 +253,24 @@ class TrainStep(tf.Module):
                         f"TrainStep: per_step_batches=True needs every batch tensor to have a leading "
                         f"axis of length steps_per_call={self.steps_per_call}; got shape {tuple(leaf.shape)}."
                     )
+        has_examples = self._has_examples(batch)
         if self.strategy is None:
-            outputs = self._compiled(batch)
+            outputs = self._compiled(batch, has_examples)
         else:
-            outputs = self._compiled(self._distribute(batch))
+            outputs = self._compiled(self._distribute(batch), has_examples)
         if self.summary_writer is not None and self.monitor:
-            write_summaries(outputs, int(self.optimizer.iterations), self.summary_writer, self.variables_)
+            write_summaries(outputs["gradient_stats"], int(self.optimizer.iterations), self.summary_writer, self.variables_)
         return outputs
+
+    def _has_examples(self, batch: Any) -> tf.Tensor:
+        """False when a batch tensor has zero examples (along its batch axis): a constant when
+        the shapes are known, else computed in the graph."""
+        axis = 1 if self.per_step_batches else 0
+        leaves = [leaf for leaf in tf.nest.flatten(batch) if leaf.shape.rank is None or leaf.shape.rank > axis]
+        sizes = [leaf.shape[axis] if leaf.shape.rank is not None else None for leaf in leaves]
+        if any(size == 0 for size in sizes) or all(size is not None for size in sizes):
+            return tf.constant(all(sizes))
+        return tf.reduce_all([tf.shape(leaf)[axis] > 0 for leaf in leaves])
 
 
 def _xla_reaches_replica_variables(strategy: tf.distribute.Strategy) -> bool:

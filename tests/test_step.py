@@ -64,7 +64,7 @@ def test_nan_step_leaves_variables_and_optimizer_slots_bit_identical(mode):
         outputs = step(x, y)
     assert not bool(outputs["applied"]) and bool(outputs["skipped"])
     assert int(outputs["consecutive_skips"]) == 2 and int(outputs["total_skips"]) == 2
-    assert int(outputs["nan_count"]) > 0
+    assert int(outputs["gradient_stats"]["nan_count"]) > 0
     after = [v.numpy() for v in model.weights + optimizer.variables]
     assert all(np.array_equal(b, a) for b, a in zip(before, after)), "a skipped step must not touch any state"
     scale.assign(1.0)
@@ -99,8 +99,8 @@ def test_plain_variable_list_and_gradient_statistics(tmp_path):
     writer = tf.summary.create_file_writer(str(tmp_path))
     step = TrainStep(lambda: tf.reduce_sum(w**2), [w, unused], keras.optimizers.SGD(0.1), summary_writer=writer)
     outputs = step()
-    assert outputs["missing"].numpy().tolist() == [False, True]
-    assert_close(outputs["global_norm"], np.hypot(2.0, 4.0), rtol=1e-6)
+    assert outputs["gradient_stats"]["missing"].numpy().tolist() == [False, True]
+    assert_close(outputs["gradient_stats"]["global_norm"], np.hypot(2.0, 4.0), rtol=1e-6)
     assert_close(w, [0.8, -1.6], rtol=1e-6)
     assert float(unused.numpy()) == 5.0
     assert any(name.startswith("events") for name in os.listdir(tmp_path))
@@ -171,3 +171,126 @@ def test_bad_input():
     step = TrainStep(loss_fn, model, keras.optimizers.SGD(), steps_per_call=2, per_step_batches=True)
     with pytest.raises(ValueError, match="leading axis of length steps_per_call=2"):
         step(np.ones((3, 2)))
+
+
+def loss_scaled(optimizer, **kwargs):
+    return keras.optimizers.LossScaleOptimizer(optimizer, **kwargs)
+
+
+def regression_step(optimizer, transform=None, jit_compile=True, dtype="float32"):
+    model = mlp(dtype)
+    loss_fn = lambda x, y: keras.ops.mean((model(x) - y) ** 2)
+    return model, TrainStep(loss_fn, model, optimizer, transform=transform, jit_compile=jit_compile)
+
+
+XY = (np.random.default_rng(3).normal(size=(16, 2)).astype("float32"), np.random.default_rng(4).normal(size=(16, 1)).astype("float32"))
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_loss_scale_optimizer_applies_the_unscaled_update_and_clips_true_gradients(jit_compile):
+    results = []
+    for optimizer in (keras.optimizers.SGD(0.1, momentum=0.9), loss_scaled(keras.optimizers.SGD(0.1, momentum=0.9))):
+        model, step = regression_step(optimizer, transforms.clip_by_global_norm(0.3), jit_compile)
+        outputs = [step(*XY) for _ in range(3)]
+        results.append(([w.numpy() for w in model.weights], outputs))
+    (plain, plain_outputs), (scaled, scaled_outputs) = results
+    assert max_difference(plain, scaled) <= 1e-6
+    for a, b in zip(plain_outputs, scaled_outputs):
+        assert float(a["global_norm"]) > 0.3, "clipping is active"
+        assert_close(b["global_norm"], a["global_norm"], rtol=1e-5)        # the transform saw true gradients
+        assert_close(b["gradient_stats"]["global_norm"], a["gradient_stats"]["global_norm"], rtol=1e-5)
+        assert float(b["loss_scale"]) == 2.0**15 and bool(b["applied"])
+
+
+def test_float16_loss_that_underflows_trains_with_loss_scaling():
+    def run(optimizer):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="tanh", dtype="mixed_float16"), keras.layers.Dense(1, dtype="mixed_float16")])
+        x = XY[0]
+        y = 0.5 * x[:, :1] - x[:, 1:]
+        mse = lambda: float(np.mean((model(x).numpy().astype(np.float64) - y) ** 2))
+        # a float16 loss so small that its gradient underflows to zero in the float16 backward pass
+        loss_fn = lambda x, y: 1e-7 * keras.ops.mean((model(x) - keras.ops.cast(y, "float16")) ** 2)
+        step = TrainStep(loss_fn, model, optimizer, steps_per_call=50)
+        before, error = [w.numpy().copy() for w in model.trainable_variables], mse()
+        outputs = step(x, y)
+        assert all(w.dtype == "float32" for w in model.trainable_variables) and outputs["loss"].dtype == tf.float32
+        return max_difference(before, [w.numpy() for w in model.trainable_variables]), mse() / error
+
+    moved, _ = run(keras.optimizers.Adam(1e-2))
+    assert moved == 0.0, "without loss scaling every gradient underflows"
+    moved, reduction = run(loss_scaled(keras.optimizers.Adam(1e-2)))
+    assert moved > 1e-2 and reduction < 0.8, "it trains (without scaling it cannot move at all)"
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_overflowing_scaled_gradient_skips_the_step_and_halves_the_scale(jit_compile):
+    w, factor = tf.Variable([1.0, 2.0]), tf.Variable(1.0)
+    optimizer = loss_scaled(keras.optimizers.SGD(0.1), dynamic_growth_steps=2)
+    transform = transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(1))
+    step = TrainStep(lambda: factor * tf.reduce_sum(w**2), [w], optimizer, transform=transform, jit_compile=jit_compile)
+    factor.assign(1e35)                  # true gradient 4e35 is finite in float32, scaled by 2^15 it is not
+    outputs = step()
+    assert not bool(outputs["applied"]) and float(optimizer.dynamic_scale) == 2.0**14
+    assert int(optimizer.iterations) == 0 and w.numpy().tolist() == [1.0, 2.0]
+    assert int(outputs["total_skips"]) == 0 and int(outputs["accumulated"]) == 0, "an overflow is not a divergence"
+    factor.assign(1.0)
+    for scale in (2.0**14, 2.0**15):     # two finite steps in a row double the scale
+        outputs = step()
+        assert bool(outputs["applied"]) and float(optimizer.dynamic_scale) == scale
+    assert int(optimizer.iterations) == 2
+    assert_close(w, np.array([1.0, 2.0]) * 0.8**2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_empty_batch_is_not_a_step(jit_compile):
+    transform = transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(2))
+    model, step = regression_step(loss_scaled(keras.optimizers.Adam(0.1), dynamic_growth_steps=1), transform, jit_compile)
+    before = [v.numpy().copy() for v in model.weights + step.optimizer.variables]
+    x, y = XY
+    dynamic = tf.function(step, input_signature=[tf.TensorSpec((None, 2)), tf.TensorSpec((None, 1))])
+    for call in (step, dynamic):
+        outputs = call(x[:0], y[:0])
+        assert not bool(outputs["applied"]) and int(outputs["accumulated"]) == 0 and int(outputs["total_skips"]) == 0
+    assert all(np.array_equal(b, v.numpy()) for b, v in zip(before, model.weights + step.optimizer.variables))
+    assert int(step.optimizer.iterations) == 0
+    for _ in range(2):
+        outputs = dynamic(x, y)
+    assert bool(outputs["applied"]) and int(step.optimizer.iterations) == 1
+
+
+LOSS_SCALED_REPLICAS = """
+import contextlib
+import keras, numpy as np, tensorflow as tf
+from hodiff import transforms
+from hodiff.step import TrainStep
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+def train(strategy):
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
+        optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.1), dynamic_growth_steps=2)
+        factor = tf.Variable(1.0)
+    loss_fn = lambda x, y: factor * tf.reduce_mean((model(x) - y) ** 2)
+    step = TrainStep(loss_fn, model, optimizer, transform=transforms.clip_by_global_norm(0.5), strategy=strategy)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(16, 2)).astype("float32"), rng.normal(size=(16, 1)).astype("float32")
+    applied = []
+    for value in (1.0, 1e35, 1.0, 1.0):
+        factor.assign(value)
+        applied.append(bool(step(x, y)["applied"]))
+    return [w.numpy() for w in model.weights], applied, float(optimizer.dynamic_scale.numpy()), int(optimizer.iterations.numpy())
+
+weights, applied, scale, iterations = train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+reference, reference_applied, reference_scale, reference_iterations = train(None)
+assert applied == reference_applied == [True, False, True, True], (applied, reference_applied)
+assert scale == reference_scale == 2.0**15 and iterations == reference_iterations == 3, (scale, iterations)
+assert max(float(np.max(np.abs(a - b))) for a, b in zip(weights, reference)) <= 1e-6
+"""
+
+
+def test_loss_scaling_under_mirrored_strategy_equals_one_replica():
+    process = subprocess.run([sys.executable, "-c", LOSS_SCALED_REPLICAS], capture_output=True, text=True, timeout=240)
+    assert process.returncode == 0, (process.stdout + process.stderr)[-3000:]
