@@ -172,3 +172,188 @@ def test_periodic_embedding_makes_the_network_exactly_periodic(run):
     x = tf.constant(DOMAIN.sample_interior(8, seed=2))
     third = run(lambda x: hodiff.partials(model, x, ("x", "t"), ("xxx",))["xxx"], x)
     assert np.all(np.isfinite(third))
+
+
+def comparable(history):
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in history]
+
+
+def test_resume_at_any_point_reproduces_the_uninterrupted_run(tmp_path, monkeypatch):
+    options = dict(checkpoint_every=20)
+    straight = trainer(str(tmp_path / "straight"), **options)
+    straight.run_info["initial_error"] = 0.5
+    straight.save_run_info()
+    assert straight.adam(40).steps == 40
+    result = straight.lbfgs(25)
+    assert result.nit > 10 and [row["step"] for row in straight.history] == [10, 20, 30, 40, 50, 60, 40 + result.nit]
+
+    # after the run finished: the same result, history, wall time and run info; nothing is trained
+    done = trainer(str(tmp_path / "straight"), resume=True, **options)
+    again = done.lbfgs(25)
+    assert (again.nit, again.message, again.fun) == (result.nit, result.message, result.fun)
+    assert done.adam(40).stop_reason.startswith("already done")
+    assert comparable(done.history) == comparable(straight.history) and done.run_info == {"initial_error": 0.5}
+    assert 0 < done.elapsed_seconds <= straight.elapsed_seconds and done.final_loss == pytest.approx(result.fun, rel=1e-9)
+
+    # mid-Adam (killed after the checkpoint at 20), then between the phases, then during L-BFGS
+    first = trainer(str(tmp_path / "resumed"), **options)
+
+    class KilledAtTheThirdCall:
+        steps_per_call, calls, step = 10, 0, first.step
+
+        def __call__(self):
+            self.calls += 1
+            if self.calls == 3:
+                raise KeyboardInterrupt
+            return self.step()
+
+    first.step = KilledAtTheThirdCall()
+    with pytest.raises(KeyboardInterrupt):
+        first.adam(40)
+    part = trainer(str(tmp_path / "resumed"), resume=True, **options)
+    assert int(part.adam_steps.numpy()) == 20 and [row["step"] for row in part.history] == [10, 20]
+    part.adam(40)
+    real = hodiff.pinn.trainer.minimize_lbfgs
+
+    def killed_after_12(loss_fn, variables, max_iterations, callback, **kwargs):
+        def dying(intermediate_result):
+            callback(intermediate_result)
+            if callback_count.append(1) or len(callback_count) == 12:
+                raise KeyboardInterrupt
+        return real(loss_fn, variables, max_iterations, callback=dying, **kwargs)
+
+    callback_count = []
+    monkeypatch.setattr(hodiff.pinn.trainer, "minimize_lbfgs", killed_after_12)
+    with pytest.raises(KeyboardInterrupt):
+        trainer(str(tmp_path / "resumed"), resume=True, **options).lbfgs(25)
+    monkeypatch.setattr(hodiff.pinn.trainer, "minimize_lbfgs", real)
+    last = trainer(str(tmp_path / "resumed"), resume=True, **options)
+    assert [row["phase"] for row in last.history] == ["adam"] * 4, "the killed L-BFGS rows are not kept"
+    resumed = last.lbfgs(25)
+    assert (resumed.nit, resumed.fun) == (result.nit, result.fun)
+    assert comparable(last.history) == comparable(straight.history)
+    assert [row["step"] for row in pinn.runlog.read_history(tmp_path / "resumed" / "history.csv")] == [r["step"] for r in straight.history]
+    for a, b in zip(straight.model.weights, last.model.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_settings_overwrite_and_resume_rules(tmp_path):
+    trainer(str(tmp_path), settings={"preset": "fast"}).adam(10)
+    with pytest.raises(FileExistsError, match="--resume.*--overwrite"):
+        trainer(str(tmp_path))
+    with pytest.raises(ValueError, match=r"learning_rate: 0.001 in the run, 0.01 now.*preset: 'fast' in the run, 'paper' now.*seed: 1 in the run, 2 now"):
+        trainer(str(tmp_path), resume=True, learning_rate=1e-2, seed=2, settings={"preset": "paper"})
+    fresh = trainer(str(tmp_path), overwrite=True)
+    assert fresh.history == [] and int(fresh.adam_steps.numpy()) == 0
+
+
+def test_a_truncated_latest_checkpoint_resumes_from_the_previous(tmp_path, caplog):
+    trainer(str(tmp_path), checkpoint_every=10).adam(30)
+    data = tmp_path / "checkpoints" / "ckpt-30.data-00000-of-00001"
+    with open(data, "r+b") as file:
+        file.truncate(os.path.getsize(data) - 100)
+    with caplog.at_level(logging.WARNING):
+        resumed = trainer(str(tmp_path), resume=True, checkpoint_every=10)
+    assert "ckpt-30" in caplog.text and int(resumed.adam_steps.numpy()) == 20 and len(resumed.history) == 2
+
+
+def test_non_finite_terms_are_named_even_when_the_compiled_loss_is_finite():
+    problem = pinn.Problem(DOMAIN, needs=("u_t",), residual=lambda d, x, p: d["u_t"],
+                           conditions=[pinn.Dirichlet(lambda x: x["x"] * np.nan, count=8, name="wall"), pinn.Initial(0.0, count=8)])
+    nan_run = pinn.Trainer(problem, pinn.mlp(DOMAIN, width=4, depth=1), interior=16, steps_per_call=10, log_every=10, progress=False)
+    with pytest.raises(FloatingPointError, match=r"non-finite loss terms: \['wall'\]"):
+        nan_run.lbfgs(5)
+    assert nan_run._lbfgs is None, "L-BFGS does not count as done"
+
+    class DroppedNaN:                                               # as if XLA had dropped the NaN term
+        steps_per_call = 10
+
+        def __call__(self):
+            return {"loss": tf.constant(0.5)}
+
+    run = trainer()
+    run.step = DroppedNaN()
+    points = run.condition_arrays[1]["points"]
+    points.assign(tf.tensor_scatter_nd_update(points, [[0, 0]], [np.nan]))
+    with pytest.raises(FloatingPointError, match=r"at Adam step 10 the loss is 0.5; non-finite loss terms: \['initial'\]"):
+        run.adam(10)
+
+
+def test_bad_configuration_is_refused_up_front():
+    with pytest.raises(ValueError, match="CausalWeights: epsilon must be a finite number >= 0, got nan"):
+        pinn.CausalWeights(epsilon=float("nan"))
+    with pytest.raises(ValueError, match=r"weights\['boundary'\] = inf"):
+        small_problem(weights={"boundary": float("inf")})
+    with pytest.raises(ValueError, match="Resampling: every must be a finite int >= 1"):
+        pinn.Resampling(every=0)
+    with pytest.raises(ValueError, match="learning_rate must be a finite number"):
+        trainer(learning_rate=float("nan"))
+
+
+def test_bad_data_names_the_condition():
+    points = DOMAIN.sample_interior(8, seed=0)
+    with pytest.raises(ValueError, match="Data 'probe': values hold NaN or Inf in 1 rows"):
+        pinn.Data(points, np.where(np.arange(8) == 3, np.inf, 0.0), name="probe")
+    with pytest.raises(ValueError, match="Data 'probe': points hold NaN or Inf"):
+        pinn.Data(np.where(points == points[2, 0], np.nan, points), np.zeros(8), name="probe")
+    outside = pinn.Data(points + [0.0, 5.0], np.zeros(8), name="probe")
+    with pytest.raises(ValueError, match="Data 'probe': 8 points lie outside the domain"):
+        pinn.Problem(DOMAIN, needs=("u",), residual=lambda d, x, p: d["u"], conditions=[outside])
+
+
+def test_loss_terms_are_named_at_construction():
+    two = lambda d, x, p: (d["u_t"] - d["v"], d["v"] - d["u_xx"])
+    system = pinn.Problem(DOMAIN, fields=("u", "v"), needs=("u_t", "u_xx", "v"), residual=two,
+                          residual_names=("evolution", "flux"), conditions=[pinn.Initial(0.0, count=4)])
+    assert system.term_names == ("evolution", "flux", "initial"), "known before any evaluation"
+    model = pinn.mlp(DOMAIN, outputs=2, width=4, depth=1)
+    points = system.sample_points(16, seed=0)
+    terms = system.loss_terms(system.solution(model), points, {})
+    assert list(terms) == ["evolution", "flux", "initial"] and all(t.shape == () for t in terms.values())
+    as_dict = pinn.Problem(DOMAIN, fields=("u", "v"), needs=("u_t", "u_xx", "v"), residual_names=("flux", "evolution"),
+                           residual=lambda d, x, p: dict(zip(("evolution", "flux"), two(d, x, p))))
+    np.testing.assert_array_equal(as_dict.loss_terms(as_dict.solution(model), {"interior": points["interior"]}, {})["flux"], terms["flux"])
+    unnamed = pinn.Problem(DOMAIN, fields=("u", "v"), needs=("u_t", "u_xx", "v"), residual=two)
+    with pytest.raises(ValueError, match=r"returned 2 residuals but residual_names has 1.*residual_names=\("):
+        pinn.Trainer(unnamed, model, interior=16, progress=False)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "mixed_float16"])
+def test_fourier_features_and_mixed_precision_train_a_second_order_problem_under_xla(dtype):
+    problem, _ = small_problem()
+    model = pinn.mlp(DOMAIN, width=16, depth=2, fourier_features=8, dtype=dtype)
+    run = pinn.Trainer(problem, model, interior=128, steps_per_call=10, log_every=10, progress=False, learning_rate=1e-2)
+    adam = run.adam(60)
+    assert np.isfinite(adam.final_loss) and adam.final_loss < 0.7 * run.history[0]["loss"]
+    result = run.lbfgs(20)
+    assert result.nit > 0 and np.isfinite(result.fun) and result.fun < adam.final_loss
+    assert run.predict(DOMAIN.sample_interior(4)).dtype == (np.float64 if dtype == "float64" else np.float32)
+
+
+def test_fourier_features_are_cosines_and_sines_of_the_projection():
+    model = pinn.mlp(DOMAIN, width=4, depth=1, fourier_features=3, fourier_scale=2.0)
+    scaled = model.layers[0](DOMAIN.sample_interior(5, seed=1)).numpy()
+    features = model.layers[1]
+    z = 2 * np.pi * scaled @ features.matrix.numpy()
+    np.testing.assert_allclose(features(scaled).numpy(), np.concatenate([np.cos(z), np.sin(z)], 1), rtol=0, atol=1e-13)
+
+
+def test_the_library_has_no_side_effects(tmp_path, capsys):
+    import random
+    import subprocess
+    import sys
+
+    state, numpy_state = random.getstate(), np.random.get_state()
+    pinn.mlp(DOMAIN, width=4, depth=1, seed=3)
+    assert random.getstate() == state and all(np.array_equal(a, b) for a, b in zip(np.random.get_state(), numpy_state))
+    first, second = pinn.mlp(DOMAIN, width=4, depth=1, seed=3), pinn.mlp(DOMAIN, width=4, depth=1, seed=3)
+    np.testing.assert_array_equal(first.weights[0].numpy(), second.weights[0].numpy())
+    run = trainer(str(tmp_path))
+    run.adam(10)
+    run.lbfgs(2)
+    trainer(str(tmp_path), resume=True).lbfgs(2)
+    assert capsys.readouterr().out == ""
+    # Keras itself imports matplotlib.pyplot when it is installed; hodiff adds no plotting import of its own.
+    code = ("import sys, keras, tensorflow; before = set(sys.modules); import hodiff, hodiff.pinn; "
+            "assert not [m for m in set(sys.modules) - before if m.startswith('matplotlib')]")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

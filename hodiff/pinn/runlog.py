@@ -250,8 +250,10 @@ class RunLog:
             state.pop("settings", None)
             self.state = state
             # Older, readable checkpoints stay listed; the corrupt newer ones are left out and get overwritten.
-            kept = [p for _, p in candidates[position:]][::-1]
-            tf.compat.v1.train.update_checkpoint_state(self._checkpoints, prefix, all_model_checkpoint_paths=kept)
+            kept = [os.path.basename(p) for _, p in candidates[position:]][::-1]
+            index_text = "".join([f'model_checkpoint_path: "{kept[-1]}"\n'] + [f'all_model_checkpoint_paths: "{name}"\n' for name in kept])
+            with atomic_write(os.path.join(self._checkpoints, "checkpoint")) as temporary, open(temporary, "w") as file:
+                file.write(index_text)
             info_path = os.path.join(self.directory, RUN_INFO)
             if os.path.exists(info_path):
                 try:
