@@ -39,6 +39,7 @@ import keras
 import tensorflow as tf
 
 from hodiff import _validate
+from hodiff.step import TrainStep, full_precision, unscale
 from hodiff.transforms import GradientTransform
 
 __all__ = ["FunctionalModel", "inner_loop", "MetaLearner", "META_VARIANTS"]
@@ -51,6 +52,10 @@ _RUNNING_STATISTICS = (keras.layers.BatchNormalization,)
 
 class FunctionalModel:
     """A Keras 3 model (or ``f(params, x)``) called on a list of parameter tensors.
+
+    A Keras model becomes the function ``f(params, x)`` that runs ``model.stateless_call`` on
+    ``params`` and the model's current non-trainable values; either way ``self.function`` is
+    that ``f`` and ``self.variables`` hold the initial parameters.
 
     Args:
       model: a built Keras model, or a callable ``f(params, x)`` over a list of tensors.
@@ -86,10 +91,12 @@ class FunctionalModel:
                     f"(running averages untouched), or use LayerNormalization instead."
                 )
             self.model, self.variables = model, list(model.trainable_variables)
+            self.function = _stateless_function(model, training=batch_statistics)
         elif callable(model):
             if parameters is None:
                 raise ValueError(f"{caller}: a plain callable f(params, x) needs parameters=[initial tensors].")
-            self.model, self.variables = model, [p if isinstance(p, tf.Variable) else tf.Variable(p) for p in parameters]
+            self.model = self.function = model
+            self.variables = [p if isinstance(p, tf.Variable) else tf.Variable(p) for p in parameters]
         else:
             raise TypeError(f"{caller}: model must be a Keras model or a callable f(params, x), got {type(model).__name__}.")
 
@@ -104,11 +111,28 @@ class FunctionalModel:
         for index, (p, v) in enumerate(zip(params, self.variables)):
             if not tf.TensorShape(p.shape).is_compatible_with(v.shape):
                 raise ValueError(f"FunctionalModel: parameter {index} has shape {tuple(p.shape)} but the model's has {tuple(v.shape)}; the lists are probably in different orders.")
-        if not isinstance(self.model, keras.Model):
-            return self.model(params, x)
-        non_trainable = [tf.convert_to_tensor(v) for v in self.model.non_trainable_variables]
-        outputs, _ = self.model.stateless_call(params, non_trainable, x, training=self.batch_statistics)
+        return self.function(params, x)
+
+    def input_rank(self) -> int | None:
+        """The rank of one batch of inputs (2 for inputs of shape ``(None, d)``), when the model
+        declares a single input; ``None`` for plain callables and models without an input spec."""
+        try:
+            inputs = self.model.inputs if isinstance(self.model, keras.Model) else None
+        except (AttributeError, ValueError):
+            return None
+        return len(inputs[0].shape) if inputs and len(inputs) == 1 else None
+
+
+def _stateless_function(model: keras.Model, training: bool) -> Callable[[Sequence[tf.Tensor], Any], tf.Tensor]:
+    """``f(params, x)``: ``model`` run on ``params`` and its current non-trainable values, which
+    ``stateless_call`` never writes back."""
+
+    def function(params, x):
+        non_trainable = [tf.convert_to_tensor(v) for v in model.non_trainable_variables]
+        outputs, _ = model.stateless_call(list(params), non_trainable, x, training=training)
         return outputs
+
+    return function
 
 
 def _check_steps(steps: int, caller: str) -> None:
@@ -124,6 +148,7 @@ def inner_loop(
     first_order: bool = False,
     adapt: Sequence[bool] | None = None,
     recompute: bool = False,
+    loss_scale: Any = None,
 ) -> tuple[list[tf.Tensor], tf.Tensor]:
     """``steps`` steps of gradient descent on one task's objective (its support loss).
 
@@ -140,10 +165,14 @@ def inner_loop(
       adapt: one bool per parameter; ``False`` keeps it fixed (ANIL adapts only the head).
       recompute: recompute each inner step's activations in the backward pass instead of
         storing them (memory for many steps).
+      loss_scale: for models that compute in float16 (``mixed_float16``): the objective is
+        multiplied by this before differentiating and each gradient divided by it in float32
+        after, so small inner gradients do not underflow in the float16 backward pass. A
+        half-precision objective is cast to float32 either way.
 
     Returns:
-      ``(adapted_params, losses)``: the parameters after the last step and the objective
-      before each step, shape ``(steps,)``.
+      ``(adapted_params, losses)``: the parameters after the last step and the (unscaled)
+      objective before each step, shape ``(steps,)``.
     """
     caller = "inner_loop"
     _check_steps(steps, caller)
@@ -161,9 +190,12 @@ def inner_loop(
         def one_step(*current):
             with tf.GradientTape() as tape:
                 tape.watch(current)
-                loss = objective(list(current))
-            _validate.check_scalar(loss, f"{caller}: objective")
-            grads = tape.gradient(loss, list(current), unconnected_gradients=tf.UnconnectedGradients.ZERO)
+                loss = full_precision(objective(list(current)))
+                _validate.check_scalar(loss, f"{caller}: objective")
+                scaled = loss if loss_scale is None else loss * tf.cast(loss_scale, loss.dtype)
+            grads = tape.gradient(scaled, list(current), unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            if loss_scale is not None:
+                grads = unscale(grads, loss_scale)
             if first_order:
                 grads = [tf.stop_gradient(g) for g in grads]
             updated = [p - _validate.constant(r, p.dtype) * g if keep else p for p, g, r, keep in zip(current, grads, rates, adapt)]
@@ -210,7 +242,10 @@ class MetaLearner(tf.Module):
       variant: one of ``"maml"``, ``"fomaml"``, ``"meta_sgd"``, ``"maml++"``, ``"anil"``.
       inner_steps: inner gradient steps during meta-training.
       inner_learning_rate: initial inner learning rate (learned for Meta-SGD and MAML++).
-      outer_optimizer: a Keras optimizer (default Adam 1e-3).
+      outer_optimizer: a Keras optimizer (default Adam 1e-3). A
+        ``keras.optimizers.LossScaleOptimizer`` turns on dynamic loss scaling of the query loss
+        and, with the same scale, of every inner step (for ``mixed_float16`` models, see
+        docs/meta.md for what runs in which precision).
       transform: a :mod:`hodiff.transforms` transform on the meta-gradient (e.g. clipping).
       head: for ANIL, how many of the last trainable variables form the adapted head.
       multi_step_weights: for MAML++, weights of the query loss after each inner step (default
@@ -220,7 +255,9 @@ class MetaLearner(tf.Module):
 
     Call :meth:`meta_step` with a task batch ``(support_x, support_y, query_x, query_y)``, each
     with a leading task axis; it returns the mean query loss after adaptation and the mean support
-    loss before it.
+    loss before it. With ``loss_fn`` the inputs go to the model, so their rank must be the model
+    input's plus one: for inputs of shape ``(None, 1)``, ``(tasks, examples, 1)``. Predictions
+    and losses of half precision are cast to float32.
     """
 
     def __init__(
@@ -239,18 +276,17 @@ class MetaLearner(tf.Module):
         task_objective: Callable[..., tf.Tensor] | None = None,
     ):
         super().__init__(name="meta_learner")
-        from hodiff.step import TrainStep
-
         if variant not in META_VARIANTS:
             raise ValueError(f"MetaLearner: variant {variant!r} is not one of {META_VARIANTS}.")
         _check_steps(inner_steps, "MetaLearner")
         self.functional = model if isinstance(model, FunctionalModel) else FunctionalModel(model)
         if (loss_fn is None) == (task_objective is None):
             raise ValueError("MetaLearner: pass exactly one of loss_fn(prediction, target) (supervised tasks) and task_objective(model, params, x, y) (e.g. a PINN residual loss).")
+        self.supervised = task_objective is None
         if task_objective is None:
-            self.objective = lambda params, x, y: loss_fn(self.functional(params, x), y)
+            self.objective = lambda params, x, y: full_precision(loss_fn(full_precision(self.functional(params, x)), y))
         else:
-            self.objective = lambda params, x, y: task_objective(self.functional, params, x, y)
+            self.objective = lambda params, x, y: full_precision(task_objective(self.functional, params, x, y))
         self.variant, self.inner_steps, self.recompute = variant, inner_steps, recompute
         params = self.functional.variables
         self.learned_rates: list[tf.Variable] = []
@@ -286,14 +322,15 @@ class MetaLearner(tf.Module):
         params = self.functional.parameters() if params is None else params
         return inner_loop(lambda p: self.objective(p, support_x, support_y), params, steps, self.rates(), first_order, self.adapt, self.recompute)
 
-    def adapted_query_loss(self, params: Sequence[tf.Tensor], support_x, support_y, query_x, query_y) -> tuple[tf.Tensor, tf.Tensor]:
+    def adapted_query_loss(self, params: Sequence[tf.Tensor], support_x, support_y, query_x, query_y, loss_scale: Any = None) -> tuple[tf.Tensor, tf.Tensor]:
         """Query loss after adapting ``params`` to the support set (weighted over steps for
-        MAML++), and the support loss before adaptation."""
+        MAML++), and the support loss before adaptation; ``loss_scale`` as in :func:`inner_loop`."""
         rates, first_order = self.rates(), self.variant == "fomaml"
         support = lambda p: self.objective(p, support_x, support_y)
         query, current, support_losses = [], list(params), []
         for step in range(self.inner_steps):
-            current, losses = inner_loop(support, current, 1, rates(step) if callable(rates) else rates, first_order, self.adapt, self.recompute)
+            rate = rates(step) if callable(rates) else rates
+            current, losses = inner_loop(support, current, 1, rate, first_order, self.adapt, self.recompute, loss_scale)
             support_losses.append(losses[0])
             if self.multi_step_weights[step]:
                 query.append(self.multi_step_weights[step] * self.objective(current, query_x, query_y))
@@ -306,16 +343,20 @@ class MetaLearner(tf.Module):
 
         Returns ``(loss, gradients, extras)`` for :class:`hodiff.TrainStep`. Each task's
         meta-gradient is taken inside the task loop (a fresh tape per task), so the loop itself
-        is never differentiated.
+        is never differentiated. With loss scaling the gradients are those of the scaled query
+        loss (``TrainStep`` unscales them) and the inner steps use the same scale.
         """
-        _check_task_batch(support_x, support_y, query_x, query_y)
+        self._check_task_batch(support_x, support_y, query_x, query_y)
         variables = list(self.functional.variables) + self.learned_rates
         tasks = tf.shape(support_x)[0]
+        loss_scale = self.step.loss_scale
 
         def one_task(index):
             with tf.GradientTape() as tape:
-                query_loss, support_loss = self.adapted_query_loss(self.functional.parameters(), support_x[index], support_y[index], query_x[index], query_y[index])
-            grads = tape.gradient(query_loss, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+                task = (support_x[index], support_y[index], query_x[index], query_y[index])
+                query_loss, support_loss = self.adapted_query_loss(self.functional.parameters(), *task, loss_scale=loss_scale)
+                scaled = self.step.scale_loss(query_loss)
+            grads = tape.gradient(scaled, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
             return query_loss, support_loss, grads
 
         totals = [tf.zeros(v.shape, v.dtype) for v in variables]
@@ -330,15 +371,28 @@ class MetaLearner(tf.Module):
 
     def meta_step(self, support_x, support_y, query_x, query_y) -> dict[str, tf.Tensor]:
         """One outer update on a batch of tasks (leading task axis on every argument)."""
-        return self.step(support_x, support_y, query_x, query_y)
+        batch = [tf.convert_to_tensor(a) for a in (support_x, support_y, query_x, query_y)]
+        self._check_task_batch(*batch)
+        return self.step(*batch)
 
-
-def _check_task_batch(*arrays: Any) -> None:
-    names = ("support_x", "support_y", "query_x", "query_y")
-    tasks = {name: a.shape[0] for name, a in zip(names, arrays)}
-    if any(a.shape.rank is None or a.shape.rank < 2 for a in arrays):
-        raise ValueError(f"MetaLearner: every task-batch tensor needs a leading task axis and a batch axis, (tasks, examples, ...); got shapes {[tuple(a.shape) for a in arrays]}.")
-    if len(set(tasks.values())) != 1:
-        raise ValueError(f"MetaLearner: the task batch has differing numbers of tasks {tasks}; every tensor needs the same leading (task) axis.")
-    if arrays[0].shape[1] != arrays[1].shape[1] or arrays[2].shape[1] != arrays[3].shape[1]:
-        raise ValueError(f"MetaLearner: support_x/support_y or query_x/query_y disagree on the number of examples per task: {[tuple(a.shape) for a in arrays]}.")
+    def _check_task_batch(self, *arrays: Any) -> None:
+        """Clear errors, before anything is compiled, for task batches that would train wrongly."""
+        names = ("support_x", "support_y", "query_x", "query_y")
+        shapes = {name: tuple(a.shape) for name, a in zip(names, arrays)}
+        if any(a.shape.rank is None or a.shape.rank < 2 for a in arrays):
+            raise ValueError(f"MetaLearner: every task-batch tensor needs a leading task axis and a batch axis, (tasks, examples, ...); got shapes {shapes}.")
+        rank = self.functional.input_rank() if self.supervised else None
+        for name in ("support_x", "query_x"):
+            if rank is not None and len(shapes[name]) != rank + 1:
+                raise ValueError(
+                    f"MetaLearner: {name} has shape {shapes[name]}, but the model takes inputs of rank {rank}, so a "
+                    f"task batch needs rank {rank + 1}: (tasks, examples, ...). Without a task axis every example would "
+                    f"be trained as a task of its own; for one task pass {name}[None] (and the same for the others)."
+                )
+        tasks = {name: a.shape[0] for name, a in zip(names, arrays)}
+        if len(set(tasks.values())) != 1:
+            raise ValueError(f"MetaLearner: the task batch has differing numbers of tasks {tasks}; every tensor needs the same leading (task) axis.")
+        if tasks["support_x"] == 0:
+            raise ValueError(f"MetaLearner: the task batch has zero tasks (shapes {shapes}); pass at least one task.")
+        if arrays[0].shape[1] != arrays[1].shape[1] or arrays[2].shape[1] != arrays[3].shape[1]:
+            raise ValueError(f"MetaLearner: support_x/support_y or query_x/query_y disagree on the number of examples per task: {shapes}.")

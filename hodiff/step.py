@@ -28,7 +28,7 @@ from hodiff import _validate
 from hodiff.monitor import gradient_stats, write_summaries
 from hodiff.transforms import GradientTransform, identity
 
-__all__ = ["TrainStep", "full_precision"]
+__all__ = ["TrainStep", "full_precision", "unscale"]
 
 _HALF = (tf.float16, tf.bfloat16)
 
@@ -37,6 +37,16 @@ def full_precision(x: Any) -> tf.Tensor:
     """``x`` as a tensor, cast to float32 if it is float16 or bfloat16 (losses are summed in float32)."""
     x = tf.convert_to_tensor(x)
     return tf.cast(x, tf.float32) if x.dtype in _HALF else x
+
+
+def unscale(grads: Sequence[Any], scale: Any) -> list:
+    """Gradients of a scaled loss divided by ``scale``, in float32 at least (``None`` kept)."""
+
+    def divide(g):
+        wide = full_precision(g)
+        return tf.cast(wide / tf.cast(scale, wide.dtype), g.dtype)
+
+    return [None if g is None else divide(g) for g in grads]
 
 
 class TrainStep(tf.Module):
@@ -150,6 +160,11 @@ class TrainStep(tf.Module):
             scaled = self.scale_loss(loss)
         return loss, _validate.densify(tape.gradient(scaled, self.variables_)), {}
 
+    @property
+    def loss_scale(self) -> tf.Tensor | None:
+        """The current dynamic loss scale (a float32 tensor), or ``None`` without loss scaling."""
+        return tf.identity(tf.convert_to_tensor(self.optimizer.dynamic_scale)) if self.loss_scaling else None
+
     def scale_loss(self, loss: Any) -> tf.Tensor:
         """``loss`` (cast to float32 if half precision) times the current dynamic loss scale.
 
@@ -157,23 +172,17 @@ class TrainStep(tf.Module):
         ``gradients_fn`` differentiates this, not the loss, when loss scaling is on.
         """
         loss = full_precision(loss)
-        if not self.loss_scaling:
-            return loss
-        return loss * tf.cast(self.optimizer.dynamic_scale, loss.dtype)
+        scale = self.loss_scale
+        return loss if scale is None else loss * tf.cast(scale, loss.dtype)
 
     def _unscale(self, grads: list) -> tuple[list, tf.Tensor, dict]:
-        """Gradients divided by the loss scale (in float32 at least), whether all are finite,
-        and the scale for the outputs; identity without loss scaling."""
-        if not self.loss_scaling:
+        """Gradients divided by the loss scale, whether all are finite, and the scale for the
+        outputs; identity without loss scaling."""
+        scale = self.loss_scale
+        if scale is None:
             return grads, tf.constant(True), {}
-        scale = tf.identity(tf.convert_to_tensor(self.optimizer.dynamic_scale))
-
-        def unscale(g):
-            wide = full_precision(g)
-            return tf.cast(wide / tf.cast(scale, wide.dtype), g.dtype)
-
-        grads = [None if g is None else unscale(g) for g in grads]
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads if g is not None])
+        grads = unscale(grads, scale)
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads if g is not None] or [True])
         return grads, finite, {"loss_scale": scale}
 
     def _update_loss_scale(self, finite: tf.Tensor, has_examples: tf.Tensor) -> None:

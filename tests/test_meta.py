@@ -99,13 +99,24 @@ def test_meta_step_trains_and_recompute_gives_the_same_gradient():
         assert_close(b, a, rtol=1e-10, atol=1e-12)
 
 
-def test_batch_norm_is_an_error_or_uses_batch_statistics():
+def test_batch_norm_is_an_error_or_normalises_with_the_evaluated_batch():
+    keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(4), keras.layers.BatchNormalization(), keras.layers.Dense(1)])
     with pytest.raises(ValueError, match="running statistics.*batch_statistics=True"):
         FunctionalModel(model)
+    kernel, bias, gamma, beta, kernel2, bias2 = (RNG.normal(size=shape) for shape in [(1, 4), (4,), (4,), (4,), (4, 1), (1,)])
+    mean, variance = np.full(4, 0.5), np.full(4, 2.0)        # running averages
+    model.set_weights([w.astype("float32") for w in (kernel, bias, gamma, beta, mean, variance, kernel2, bias2)])
     functional = FunctionalModel(model, batch_statistics=True)
     moving = [v.numpy().copy() for v in model.non_trainable_variables]
-    x, y = tf.random.normal((8, 1)), tf.random.normal((8, 1))
+    x = tf.constant(RNG.normal(2.0, 3.0, (8, 1)), tf.float32)
+    hidden = x.numpy() @ kernel + bias
+    layer = model.layers[1]
+    normalised = (hidden - hidden.mean(0)) / np.sqrt(hidden.var(0) + layer.epsilon) * gamma + beta
+    assert_close(functional(functional.parameters(), x), normalised @ kernel2 + bias2, rtol=1e-4, atol=1e-5)
+    with_running_averages = ((hidden - mean) / np.sqrt(variance + layer.epsilon) * gamma + beta) @ kernel2 + bias2
+    assert np.abs(with_running_averages - functional(functional.parameters(), x).numpy()).max() > 0.1
+    y = tf.constant(RNG.normal(size=(8, 1)), tf.float32)
     adapted, _ = inner_loop(lambda p: mse(functional(p, x), y), functional.parameters(), 2, 0.1)
     assert all(np.array_equal(a, v.numpy()) for a, v in zip(moving, model.non_trainable_variables)), "running averages untouched"
 
@@ -130,3 +141,72 @@ def test_bad_input():
         learner.meta_step(xs, ys, xq[:2], yq[:2])
     with pytest.raises(ValueError, match="leading task axis"):
         learner.meta_step(xs[0, :, 0], ys, xq, yq)
+
+
+def test_task_batch_without_a_task_axis_or_without_tasks_is_an_error():
+    learner = MetaLearner(small_model(), mse)
+    xs, ys, xq, yq = task_batch()
+    with pytest.raises(ValueError, match=r"support_x has shape \(5, 1\).*inputs of rank 2.*rank 3.*support_x\[None\]"):
+        learner.meta_step(xs[0], ys[0], xq[0, :5], yq[0, :5])     # 5 "tasks" of one example each
+    with pytest.raises(ValueError, match="zero tasks"):
+        learner.meta_step(xs[:0], ys[:0], xq[:0], yq[:0])
+    assert int(learner.step.optimizer.iterations) == 0
+    assert np.isfinite(float(learner.meta_step(xs[:1], ys[:1], xq[:1], yq[:1])["loss"])), "one task is fine"
+
+
+def test_functional_model_has_one_call_path():
+    model = small_model()
+    keras_functional = FunctionalModel(model)
+    assert_close(keras_functional.function(keras_functional.parameters(), SUPPORT[0]), model(SUPPORT[0]), rtol=1e-15)
+    f = lambda p, x: x @ p[0] + p[1]
+    plain = FunctionalModel(f, parameters=[tf.ones((1, 1), tf.float64), tf.zeros(1, tf.float64)])
+    assert plain.function is f and plain.input_rank() is None and keras_functional.input_rank() == 2
+
+
+def mixed_twin(model):
+    """A mixed_float16 copy of a float32 model (float32 variables, float16 compute)."""
+    twin = keras.Sequential([keras.Input((1,)), keras.layers.Dense(4, activation="tanh", dtype="mixed_float16"), keras.layers.Dense(1, dtype="mixed_float16")])
+    twin.set_weights(model.get_weights())
+    return twin
+
+
+def test_inner_loop_loss_scale_keeps_float16_inner_gradients(run):
+    reference = FunctionalModel(small_model("float32"))
+    mixed = FunctionalModel(mixed_twin(reference.model))
+    x, y = (tf.cast(t, tf.float32) for t in SUPPORT)
+    tiny = lambda f: lambda p: 1e-8 * mse(tf.cast(f(p, x), tf.float32), y)     # gradients ~1e-9 underflow in float16
+
+    def adapted(f, loss_scale):
+        params, losses = inner_loop(tiny(f), f.parameters(), 1, 1e6, loss_scale=loss_scale)
+        return params, losses
+
+    expected, _ = run(lambda: adapted(reference, None))
+    lost, _ = run(lambda: adapted(mixed, None))
+    kept, losses = run(lambda: adapted(mixed, tf.constant(2.0**15)))
+    assert all(np.array_equal(a, b) for a, b in zip(lost, mixed.parameters())), "without scaling the inner step is lost"
+    assert all(p.dtype == tf.float32 for p in kept) and losses.dtype == tf.float32
+    moved = [e.numpy() - p.numpy() for e, p in zip(expected, reference.parameters())]
+    for k, e, p, m in zip(kept, expected, mixed.parameters(), moved):
+        assert np.abs(m).max() > 1e-3
+        assert_close(k.numpy() - p.numpy(), m, rtol=2e-2, atol=2e-2 * np.abs(m).max())
+
+
+def test_mixed_float16_model_meta_trains_with_loss_scaling():
+    batch = task_batch(4, np.float32)
+    reference = MetaLearner(small_model("float32"), mse, inner_steps=2, inner_learning_rate=0.05, jit_compile=False)
+    expected = reference._meta_gradients(*batch)[1]
+    optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2), initial_scale=2.0**12)
+    learner = MetaLearner(mixed_twin(reference.functional.model), mse, inner_steps=2, inner_learning_rate=0.05, outer_optimizer=optimizer)
+    for g, e in zip(learner._meta_gradients(*batch)[1], expected):      # gradients of the scaled query loss
+        assert_close(g.numpy() / 2.0**12, e, rtol=5e-2, atol=5e-3 * np.abs(e).max())
+    # from Keras's default scale: steps whose scaled second-order gradients overflow are skipped
+    # and halve the scale, then it trains
+    optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2))
+    learner = MetaLearner(mixed_twin(reference.functional.model), mse, inner_steps=2, inner_learning_rate=0.05, outer_optimizer=optimizer)
+    outputs = [learner.meta_step(*batch) for _ in range(30)]
+    applied = [bool(o["applied"]) for o in outputs]
+    assert sum(applied) >= 25 and int(optimizer.iterations) == sum(applied)
+    assert float(optimizer.dynamic_scale.numpy()) == 2.0 ** (15 - (30 - sum(applied)))
+    losses = [float(o["loss"]) for o in outputs]
+    assert outputs[-1]["loss"].dtype == tf.float32 and losses[-1] < 0.8 * losses[applied.index(True)]
+    assert all(v.dtype == "float32" for v in learner.functional.variables)
