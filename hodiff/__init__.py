@@ -28,6 +28,7 @@ from hodiff.estimators import (
     stochastic_divergence,
     stochastic_laplacian,
 )
+from hodiff.lbfgs import minimize_lbfgs
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import OPERATOR_METHODS, divergence, laplacian, partials
 from hodiff.taylor import Jet, forward_jet, forward_laplacian
@@ -60,6 +61,7 @@ __all__ = [
     "jvp",
     "laplacian",
     "meta",
+    "minimize_lbfgs",
     "monitor",
     "multitask",
     "newton_cg",
