@@ -11,6 +11,7 @@ from hodiff.derivatives import (
     HVP_MODES,
     batch_hessian,
     batch_jacobian,
+    elementwise_derivatives,
     grad,
     hessian,
     hvp,
@@ -20,17 +21,17 @@ from hodiff.derivatives import (
     value_and_grad,
     vjp,
 )
-from hodiff.estimators import (
-    Estimate,
-    hessian_diagonal,
-    hutchinson_trace,
-    hutchpp_trace,
+from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
+from hodiff.lbfgs import minimize_lbfgs
+from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
+from hodiff.operators import (
+    OPERATOR_METHODS,
+    divergence,
+    laplacian,
+    partials,
     stochastic_divergence,
     stochastic_laplacian,
 )
-from hodiff.lbfgs import minimize_lbfgs
-from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
-from hodiff.operators import OPERATOR_METHODS, divergence, laplacian, partials
 from hodiff.taylor import Jet, forward_jet, forward_laplacian
 from hodiff import checks, meta, monitor, multitask, penalties, pinn, stable, transforms
 from hodiff.step import TrainStep
@@ -47,6 +48,7 @@ __all__ = [
     "batch_jacobian",
     "checks",
     "divergence",
+    "elementwise_derivatives",
     "forward_jet",
     "forward_laplacian",
     "grad",

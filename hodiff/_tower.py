@@ -33,8 +33,9 @@ def derivative_tower(
       caller: name used in error messages.
 
     Returns:
-      ``(nodes, as_column)``: a dict from sorted multi-index to a tensor of shape ``(N,)``
-      (holding every node computed on the way), and whether ``u`` returned ``(N, 1)``.
+      ``(nodes, as_column)``: a dict from sorted multi-index to a tensor of shape ``(N,)`` in
+      the dtype of ``x`` (holding every node computed on the way), and whether ``u`` returned
+      ``(N, 1)``.
     """
     _validate.check_unconnected(unconnected, caller)
     wanted = [tuple(sorted(m)) for m in multi_indices]
@@ -45,7 +46,7 @@ def derivative_tower(
     def tower(depth: int) -> tuple[dict[MultiIndex, tf.Tensor], bool]:
         if depth == 0:
             values, as_column = _validate.check_per_point_values(u(x), x, "u", caller)
-            return {(): values}, as_column
+            return {(): tf.cast(values, x.dtype)}, as_column
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(x)
             nodes, as_column = tower(depth - 1)

@@ -55,6 +55,12 @@ def check_positive_bound(value: Any, name: str, caller: str) -> None:
         raise ValueError(f"{caller}: {name} must be > 0, got {value!r}; it is an upper bound on a norm or magnitude.")
 
 
+def check_count(value: int, name: str, caller: str, minimum: int = 1) -> None:
+    """Raises ValueError unless ``value`` is an int >= ``minimum`` (a number of probes, steps...)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{caller}: {name} must be an int >= {minimum}, got {value!r}.")
+
+
 def check_unconnected(unconnected: str, caller: str) -> tf.UnconnectedGradients:
     """Validates the `unconnected` option and returns TensorFlow's matching enum."""
     if unconnected not in UNCONNECTED_CHOICES:

@@ -217,7 +217,7 @@ def check_grads(
         expected, error = reference_jacobian(f, args, index)
         first = derivatives.grad(f, argnums=index) if scalar else derivatives.jacobian(f, argnums=index)
         for mode in modes:
-            tolerance = rtol or default_tolerance(dtype, 1)
+            tolerance = default_tolerance(dtype, 1) if rtol is None else rtol
             actual = in_mode(first, mode)(*args)
             assert_close(actual, expected, tolerance, atol, f"first derivative w.r.t. args[{index}] ({mode}, {dtype.name})", error)
         if order == 1:
@@ -233,7 +233,7 @@ def check_grads(
             return f(*call_args)
 
         for mode in modes:
-            tolerance = rtol or default_tolerance(dtype, 2)
+            tolerance = default_tolerance(dtype, 2) if rtol is None else rtol
             what = f"w.r.t. args[{index}] ({mode}, {dtype.name})"
             second = in_mode(derivatives.hessian(of_arg), mode)(args[index])
             assert_close(second, expected, tolerance, atol, f"second derivative {what}", error)
@@ -278,5 +278,5 @@ def check_laplacian(
     for method in methods:
         for mode in modes:
             actual = in_mode(operators.laplacian(u, method=method), mode)(x)
-            tolerance = rtol or default_tolerance(x.dtype, 2)
+            tolerance = default_tolerance(x.dtype, 2) if rtol is None else rtol
             assert_close(np.reshape(actual, -1), expected, tolerance, atol, f"laplacian {method} ({mode}, {x.dtype.name})", error)

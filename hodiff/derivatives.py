@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import keras
 import tensorflow as tf
 
 from hodiff import _validate
@@ -28,6 +29,7 @@ __all__ = [
     "batch_hessian",
     "hvp",
     "nth_derivative",
+    "elementwise_derivatives",
     "HVP_MODES",
 ]
 
@@ -36,7 +38,7 @@ HVP_MODES = ("forward_over_reverse", "reverse_over_reverse")
 
 def _normalize_argnums(argnums: ArgNums, num_args: int, caller: str) -> tuple[int, ...]:
     indices = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    if not indices or not all(isinstance(i, int) for i in indices):
+    if not indices or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
         raise TypeError(f"{caller}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}.")
     for i in indices:
         if not -num_args <= i < num_args:
@@ -44,14 +46,56 @@ def _normalize_argnums(argnums: ArgNums, num_args: int, caller: str) -> tuple[in
                 f"{caller}: argnums={argnums!r} refers to argument {i}, but the function was "
                 f"called with {num_args} positional argument(s). Pass argnums within range."
             )
-    return tuple(i % num_args for i in indices)
+    normalized = tuple(i % num_args for i in indices)
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"{caller}: argnums={argnums!r} names an argument twice; name each position once.")
+    return normalized
 
 
-def _prepare_args(args: Sequence[Any], indices: tuple[int, ...], caller: str) -> list[Any]:
-    prepared = list(args)
+def _independent_args(args: Sequence[Any], indices: Sequence[int], caller: str, name: str = "args") -> list[Any]:
+    """Makes every leaf of the differentiated positions its own variable, as a textbook would.
+
+    A tape tracks tensors by identity, so the same tensor passed as ``x`` and ``y`` would
+    collect the derivative through both. Each differentiated tensor leaf becomes a fresh
+    ``tf.identity`` copy (still differentiable by an enclosing tape, so transforms nest). A
+    ``tf.Variable`` stays itself at its first differentiated occurrence (so reads through a
+    closure, e.g. a Keras model, still count); its other occurrences, differentiated or not,
+    become values read here, before any tape of this transform starts.
+    """
+    args = list(args)
+    differentiated: set[int] = set()
+
+    def independent(leaf):
+        if isinstance(leaf, tf.Variable):
+            if id(leaf) not in differentiated:
+                differentiated.add(id(leaf))
+                return leaf
+            return tf.identity(tf.convert_to_tensor(leaf))
+        return tf.identity(leaf)
+
     for i in indices:
-        prepared[i] = _validate.as_differentiable(args[i], f"args[{i}]", caller)
-    return prepared
+        args[i] = tf.nest.map_structure(independent, _validate.as_differentiable(args[i], f"{name}[{i}]", caller))
+
+    def read_if_differentiated(leaf):
+        variable = leaf.value if isinstance(leaf, keras.Variable) else leaf
+        if isinstance(variable, tf.Variable) and id(variable) in differentiated:
+            return tf.convert_to_tensor(variable)
+        return leaf
+
+    for j in set(range(len(args))) - set(indices):
+        args[j] = tf.nest.map_structure(read_if_differentiated, args[j])
+    return args
+
+
+def _split_aux(output: Any, has_aux: bool, caller: str) -> tuple[Any, Any]:
+    if not has_aux:
+        return output, None
+    if not isinstance(output, (tuple, list)) or len(output) != 2:
+        raise ValueError(
+            f"{caller}: has_aux=True needs f to return a pair (value, aux); it returned "
+            f"{type(output).__name__}. Return (value, aux), or pass has_aux=False."
+        )
+    return output[0], output[1]
 
 
 def value_and_grad(
@@ -91,14 +135,11 @@ def _make_value_and_grad(f, argnums, has_aux, unconnected, caller):
 
     def value_and_grad_f(*args, **kwargs):
         indices = _normalize_argnums(argnums, len(args), caller)
-        args = _prepare_args(args, indices, caller)
+        args = _independent_args(args, indices, caller)
         sources = [args[i] for i in indices]
         with tf.GradientTape() as tape:
             _validate.watch(tape, sources)
-            output = f(*args, **kwargs)
-            value, aux = output if has_aux else (output, None)
-            if has_aux and not isinstance(output, (tuple, list)):
-                raise ValueError(f"{caller}: has_aux=True needs f to return (value, aux); it returned one value.")
+            value, aux = _split_aux(f(*args, **kwargs), has_aux, caller)
             _validate.check_scalar(value, caller)
         names = [f"args[{i}]" for i in indices]
         gradients = _validate.gradient(tape, value, sources, names, unconnected, caller)
@@ -148,21 +189,25 @@ def jvp(
     f: Callable[..., Any],
     primals: Sequence[Any],
     tangents: Sequence[Any],
+    has_aux: bool = False,
     unconnected: str = "error",
-) -> tuple[Any, Any]:
+) -> tuple[Any, ...]:
     """Forward-mode Jacobian-vector product ``J(primals) @ tangents``.
 
     Uses ``tf.autodiff.ForwardAccumulator``: one forward pass, no tape of the whole function.
+    Each primal is its own variable, even when the same tensor is passed twice.
 
     Args:
       f: function of ``len(primals)`` positional arguments.
       primals: the point, a tuple or list of arguments.
       tangents: the direction, one entry per primal with the same shape.
+      has_aux: ``f`` returns ``(output, aux)``; ``aux`` is passed through untouched.
       unconnected: ``"error"`` (default) or ``"zero"`` for outputs that do not depend on
         the primals.
 
     Returns:
-      ``(f(*primals), jvp)`` where ``jvp`` has the structure of the output.
+      ``(f(*primals), jvp)`` where ``jvp`` has the structure of the output, or
+      ``(output, jvp, aux)`` when ``has_aux``.
 
     Example:
       ```python
@@ -182,31 +227,34 @@ def jvp(
         )
     if len(primals) != len(tangents):
         raise ValueError(f"{caller}: got {len(primals)} primals but {len(tangents)} tangents; give one tangent per primal.")
-    primals = [_validate.as_differentiable(p, f"primals[{i}]", caller) for i, p in enumerate(primals)]
+    primals = _independent_args(primals, range(len(primals)), caller, "primals")
     tangents = [_validate.as_differentiable(t, f"tangents[{i}]", caller) for i, t in enumerate(tangents)]
     for i, (p, t) in enumerate(zip(primals, tangents)):
         _validate.check_same_shape(t, p, f"tangents[{i}]", f"primals[{i}]", caller)
     flat_primals, flat_tangents = tf.nest.flatten(primals), tf.nest.flatten(tangents)
     flat_tangents = [tf.cast(t, p.dtype) for t, p in zip(flat_tangents, flat_primals)]
     with tf.autodiff.ForwardAccumulator(flat_primals, flat_tangents) as accumulator:
-        output = f(*primals)
+        output, aux = _split_aux(f(*primals), has_aux, caller)
     tangent_out = accumulator.jvp(output, unconnected_gradients=mode)
-    if unconnected == "error" and any(t is None for t in tf.nest.flatten(tangent_out)):
-        _validate.raise_if_unconnected([None], ["primals"], caller)
-    return output, tangent_out
+    _validate.raise_if_unconnected([tangent_out], ["primals"], caller)
+    return (output, tangent_out, aux) if has_aux else (output, tangent_out)
 
 
-def vjp(f: Callable[..., Any], *primals: Any, unconnected: str = "error") -> tuple[Any, Callable[[Any], tuple]]:
+def vjp(
+    f: Callable[..., Any], *primals: Any, has_aux: bool = False, unconnected: str = "error"
+) -> tuple[Any, ...]:
     """Reverse-mode vector-Jacobian product: returns ``f(*primals)`` and a pullback.
 
     Args:
       f: function of ``len(primals)`` positional arguments.
-      *primals: the point.
+      *primals: the point; each is its own variable, even when the same tensor is passed twice.
+      has_aux: ``f`` returns ``(output, aux)``; ``aux`` is returned untouched.
       unconnected: ``"error"`` (default) or ``"zero"``.
 
     Returns:
-      ``(out, vjp_fn)``; ``vjp_fn(cotangent)`` (cotangent shaped like ``out``) returns a tuple
-      with one cotangent per primal. ``vjp_fn`` may be called several times.
+      ``(out, vjp_fn)`` or ``(out, vjp_fn, aux)``; ``vjp_fn(cotangent)`` (cotangent shaped like
+      ``out``) returns a tuple with one cotangent per primal. ``vjp_fn`` may be called several
+      times: the forward pass is shared.
 
     Example:
       ```python
@@ -220,33 +268,38 @@ def vjp(f: Callable[..., Any], *primals: Any, unconnected: str = "error") -> tup
     """
     caller = "vjp"
     _validate.check_unconnected(unconnected, caller)
-    primals = [_validate.as_differentiable(p, f"primals[{i}]", caller) for i, p in enumerate(primals)]
+    primals = _independent_args(primals, range(len(primals)), caller, "primals")
     tape = tf.GradientTape(persistent=True)
     with tape:
         _validate.watch(tape, primals)
-        output = f(*primals)
+        output, aux = _split_aux(f(*primals), has_aux, caller)
+    names = [f"primals[{i}]" for i in range(len(primals))]
 
     def vjp_fn(cotangent: Any) -> tuple:
         cotangent = _validate.as_differentiable(cotangent, "cotangent", caller)
         _validate.check_same_shape(cotangent, output, "cotangent", "the output of f", caller)
-        names = [f"primals[{i}]" for i in range(len(primals))]
         flat_output, flat_cotangent = tf.nest.flatten(output), tf.nest.flatten(cotangent)
         flat_cotangent = [tf.cast(c, o.dtype) for c, o in zip(flat_cotangent, flat_output)]
         return tuple(_validate.gradient(tape, flat_output, primals, names, unconnected, caller, flat_cotangent))
 
-    return output, vjp_fn
+    return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
 
 
-def jacobian(f: Callable[..., Any], argnums: ArgNums = 0, unconnected: str = "error") -> Callable[..., Any]:
+def jacobian(
+    f: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False, unconnected: str = "error"
+) -> Callable[..., Any]:
     """Transforms ``f`` into its full Jacobian, shaped ``out.shape + in.shape``.
 
     Args:
-      f: function returning one tensor.
+      f: function returning a tensor or a nested structure of tensors.
       argnums: which argument(s) to differentiate; a tuple gives a tuple of Jacobians.
+      has_aux: ``f`` returns ``(output, aux)``; the transformed function returns
+        ``(jacobian, aux)``.
       unconnected: ``"error"`` (default) or ``"zero"``.
 
     Returns:
-      A function returning the Jacobian(s).
+      A function returning the Jacobian(s); for a structured output, the output's structure
+      with the Jacobian(s) of each leaf in place of the leaf.
 
     Example:
       ```python
@@ -262,14 +315,20 @@ def jacobian(f: Callable[..., Any], argnums: ArgNums = 0, unconnected: str = "er
 
     def jacobian_f(*args, **kwargs):
         indices = _normalize_argnums(argnums, len(args), caller)
-        args = _prepare_args(args, indices, caller)
+        args = _independent_args(args, indices, caller)
         sources = [args[i] for i in indices]
-        with tf.GradientTape() as tape:
+        with tf.GradientTape(persistent=True) as tape:
             _validate.watch(tape, sources)
-            output = tf.convert_to_tensor(f(*args, **kwargs))
-        jacobians = tape.jacobian(output, sources, unconnected_gradients=mode)
-        _validate.raise_if_unconnected(jacobians, [f"args[{i}]" for i in indices], caller)
-        return jacobians[0] if isinstance(argnums, int) else tuple(jacobians)
+            output, aux = _split_aux(f(*args, **kwargs), has_aux, caller)
+            output = tf.nest.map_structure(tf.convert_to_tensor, output)
+        names = [f"args[{i}]" for i in indices]
+        leaves = []
+        for leaf in tf.nest.flatten(output):
+            jacobians = tape.jacobian(leaf, sources, unconnected_gradients=mode)
+            _validate.raise_if_unconnected(jacobians, names, caller)
+            leaves.append(jacobians[0] if isinstance(argnums, int) else tuple(jacobians))
+        result = tf.nest.pack_sequence_as(output, leaves)
+        return (result, aux) if has_aux else result
 
     return jacobian_f
 
@@ -279,7 +338,8 @@ def batch_jacobian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "erro
 
     ``f`` maps a batch ``x`` of shape ``(N, *in)`` to ``(N, *out)`` and row ``n`` of the output
     may depend only on row ``n`` of the input (as for a Keras model without batch
-    normalisation in training mode). Cross-example derivatives are not computed.
+    normalisation in training mode). Cross-example derivatives are not computed. An empty
+    batch (``N = 0``) gives an empty result.
 
     Args:
       f: the row-wise function.
@@ -311,22 +371,32 @@ def batch_jacobian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "erro
             if output.shape.rank < 1:
                 raise ValueError(f"{caller}: f must return a batch, shape (N, ...); it returned shape {tuple(output.shape)}. Use jacobian(f) for unbatched functions.")
             flat_output = tf.reshape(output, (tf.shape(output)[0], -1))
+        result_shape = tf.concat([tf.shape(output), tf.shape(x)[1:]], axis=0)
+        if x.shape[0] == 0:  # tape.batch_jacobian divides by the batch size
+            return tf.zeros(result_shape, output.dtype)
         result = tape.batch_jacobian(flat_output, x, unconnected_gradients=mode)
         _validate.raise_if_unconnected([result], ["x"], caller)
-        return tf.reshape(result, tf.concat([tf.shape(output), tf.shape(x)[1:]], axis=0))
+        return tf.reshape(result, result_shape)
 
     return batch_jacobian_f
 
 
-def hessian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "error") -> Callable[[tf.Tensor], tf.Tensor]:
-    """Transforms a scalar function of one tensor into its Hessian, shaped ``x.shape + x.shape``.
+def hessian(
+    f: Callable[..., tf.Tensor], argnums: ArgNums = 0, has_aux: bool = False, unconnected: str = "error"
+) -> Callable[..., Any]:
+    """Transforms a scalar function into its Hessian: ``jacobian(grad(f))``.
 
     Args:
-      f: function of one tensor returning a scalar.
+      f: function returning a scalar (or ``(scalar, aux)`` when ``has_aux``).
+      argnums: which argument(s) to differentiate; for a tuple ``(i, j)`` the result is the
+        nested tuple of blocks ``H[a][b] = d^2 f / d args[a] d args[b]``.
+      has_aux: ``f`` returns ``(value, aux)``; the transformed function returns
+        ``(hessian, aux)``.
       unconnected: ``"error"`` (default) or ``"zero"``.
 
     Returns:
-      A function of ``x`` returning the Hessian.
+      A function with the signature of ``f`` returning the Hessian, shaped
+      ``x.shape + x.shape`` for one tensor argument.
 
     References:
       Works in eager mode, where ``tf.hessians`` does not (tensorflow issue 29781).
@@ -340,23 +410,7 @@ def hessian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "error") -> 
       assert H.numpy().tolist() == [[4.0, 2.0], [2.0, 0.0]]
       ```
     """
-    caller = "hessian"
-    mode = _validate.check_unconnected(unconnected, caller)
-
-    def hessian_f(x):
-        x = _validate.as_differentiable(x, "x", caller)
-        with tf.GradientTape() as outer:
-            outer.watch(x)
-            with tf.GradientTape() as inner:
-                inner.watch(x)
-                value = f(x)
-                _validate.check_scalar(value, caller)
-            gradient = _validate.gradient(inner, value, [x], ["x"], unconnected, caller)[0]
-        result = outer.jacobian(gradient, x, unconnected_gradients=mode)
-        _validate.raise_if_unconnected([result], ["x"], caller)
-        return result
-
-    return hessian_f
+    return jacobian(grad(f, argnums, has_aux, unconnected), argnums, has_aux, unconnected)
 
 
 def batch_hessian(u: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "error") -> Callable[[tf.Tensor], tf.Tensor]:
@@ -371,7 +425,7 @@ def batch_hessian(u: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "error
       unconnected: ``"error"`` (default) or ``"zero"``.
 
     Returns:
-      A function of ``x`` (shape ``(N, d)``) returning ``(N, d, d)``.
+      A function of ``x`` (shape ``(N, d)``) returning ``(N, d, d)`` in the dtype of ``x``.
 
     Example:
       ```python
@@ -405,12 +459,15 @@ def hvp(
 ) -> Any:
     """Hessian-vector product ``H(x) @ v`` of a scalar function, without forming ``H``.
 
+    Built from the transforms: ``jvp(grad(f), (x,), (v,))`` (forward over reverse) or the
+    pullback of ``grad(f)`` applied to ``v`` (reverse over reverse; ``H`` is symmetric).
+
     Args:
       f: scalar function of ``x``.
       x: the point; a tensor, Variable or nested structure (e.g. ``model.trainable_variables``).
       v: the direction, same structure and shapes as ``x``.
       mode: ``"forward_over_reverse"`` (default; a forward-mode JVP of the gradient, usually
-        fastest) or ``"reverse_over_reverse"`` (gradient of ``<grad f, v>``).
+        fastest) or ``"reverse_over_reverse"`` (a vector-Jacobian product of the gradient).
       unconnected: ``"error"`` (default) or ``"zero"``.
 
     Returns:
@@ -436,28 +493,57 @@ def hvp(
     x = _validate.as_differentiable(x, "x", caller)
     v = _validate.as_differentiable(v, "v", caller)
     _validate.check_same_shape(v, x, "v", "x", caller)
-    v = tf.nest.map_structure(lambda vi, xi: tf.cast(vi, xi.dtype), v, x)
-
+    v = tf.nest.pack_sequence_as(x, [tf.cast(vi, xi.dtype) for vi, xi in zip(tf.nest.flatten(v), tf.nest.flatten(x))])
+    gradient = grad(f, unconnected=unconnected)
     if mode == "forward_over_reverse":
-        with tf.autodiff.ForwardAccumulator(tf.nest.flatten(x), tf.nest.flatten(v)) as accumulator:
-            gradient = _first_gradient(f, x, unconnected, caller)
-        result = accumulator.jvp(gradient, unconnected_gradients=_validate.check_unconnected(unconnected, caller))
-        _validate.raise_if_unconnected([result], ["x"], caller)
-        return _validate.densify(result)
-
-    with tf.GradientTape() as outer:
-        _validate.watch(outer, x)
-        gradient = _first_gradient(f, x, unconnected, caller)
-        directional = tf.add_n([tf.reduce_sum(g * vi) for g, vi in zip(tf.nest.flatten(gradient), tf.nest.flatten(v))])
-    return _validate.gradient(outer, directional, [x], ["x"], unconnected, caller)[0]
+        return _validate.densify(jvp(gradient, (x,), (v,), unconnected=unconnected)[1])
+    _, pullback = vjp(gradient, x, unconnected=unconnected)
+    return pullback(v)[0]
 
 
-def _first_gradient(f, x, unconnected, caller):
-    with tf.GradientTape() as inner:
-        _validate.watch(inner, x)
-        value = f(x)
-        _validate.check_scalar(value, caller)
-    return _validate.gradient(inner, value, [x], ["x"], unconnected, caller)[0]
+def elementwise_derivatives(
+    f: Callable[[tf.Tensor], tf.Tensor], n: int, unconnected: str = "error"
+) -> Callable[[tf.Tensor], list[tf.Tensor]]:
+    """Transforms an elementwise function into the list ``[f, f', ..., f^(n)]`` by nested tapes.
+
+    ``f`` must act elementwise (output entry ``k`` depends only on input entry ``k``), as
+    ``tf.sin`` or a Keras activation does. Tape ``k`` records only the computation of the
+    derivative of order ``k - 1``, so all orders cost one chain of ``n`` tapes.
+
+    Args:
+      f: elementwise function.
+      n: highest order, an int >= 0.
+      unconnected: ``"error"`` (default) or ``"zero"`` (e.g. the 3rd derivative of ``x**2``).
+
+    Returns:
+      A function of ``x`` returning ``n + 1`` tensors shaped like ``x``.
+
+    Example:
+      ```python
+      import tensorflow as tf
+      from hodiff import elementwise_derivatives
+
+      value, first, second = elementwise_derivatives(tf.sin, 2)(tf.constant([0.0]))
+      assert first.numpy().tolist() == [1.0] and second.numpy().tolist() == [0.0]
+      ```
+    """
+    caller = "elementwise_derivatives"
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"{caller}: n must be an int >= 0 (the highest order), got {n!r}.")
+    _validate.check_unconnected(unconnected, caller)
+
+    def up_to(x, order):
+        if order == 0:
+            return [f(x)]
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            lower = up_to(x, order - 1)
+        return lower + _validate.gradient(tape, lower[-1], [x], ["x"], unconnected, caller)
+
+    def elementwise_derivatives_f(x):
+        return up_to(_validate.as_differentiable(x, "x", caller), n)
+
+    return elementwise_derivatives_f
 
 
 def nth_derivative(f: Callable[[tf.Tensor], tf.Tensor], n: int, unconnected: str = "error") -> Callable[[tf.Tensor], tf.Tensor]:
@@ -484,21 +570,7 @@ def nth_derivative(f: Callable[[tf.Tensor], tf.Tensor], n: int, unconnected: str
       tf.debugging.assert_near(fourth, tf.sin(x))
       ```
     """
-    caller = "nth_derivative"
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"{caller}: n must be an int >= 0 (the order of the derivative), got {n!r}.")
-    _validate.check_unconnected(unconnected, caller)
-
-    def derivative(x, order):
-        if order == 0:
-            return f(x)
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            lower = derivative(x, order - 1)
-        return _validate.gradient(tape, lower, [x], ["x"], unconnected, caller)[0]
-
-    def nth_derivative_f(x):
-        x = _validate.as_differentiable(x, "x", caller)
-        return derivative(x, n)
-
-    return nth_derivative_f
+        raise ValueError(f"nth_derivative: n must be an int >= 0 (the order of the derivative), got {n!r}.")
+    all_orders = elementwise_derivatives(f, n, unconnected)
+    return lambda x: all_orders(x)[-1]

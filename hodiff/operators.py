@@ -1,8 +1,12 @@
-"""Differential operators on fields sampled at collocation points.
+"""Differential operators on fields sampled at collocation points, exact and stochastic.
 
 A *field* is a function of a batch of points ``x`` of shape ``(N, d)``: a scalar field ``u``
 returns ``(N,)`` or ``(N, 1)``, a vector field ``v`` returns ``(N, d)``. Rows must be
 independent (a Keras MLP applied to points is). The operators return one value per point.
+
+One dtype rule holds for every operator and method: results come in the dtype of the points
+``x``, whatever the field computes in (a ``mixed_float16`` Keras model included); the forward
+(Taylor-mode) path propagates in the wider of the two dtypes.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
-from hodiff import _validate, estimators, taylor
+from hodiff import _validate, taylor
 from hodiff._tower import MultiIndex, derivative_tower
+from hodiff.derivatives import hvp, vjp
+from hodiff.estimators import Estimate, mean_and_stderr, rademacher
 
 Field = Callable[[tf.Tensor], tf.Tensor]
 
-__all__ = ["partials", "laplacian", "divergence", "OPERATOR_METHODS"]
+__all__ = ["partials", "laplacian", "divergence", "stochastic_laplacian", "stochastic_divergence", "OPERATOR_METHODS"]
 
 OPERATOR_METHODS = ("nested", "forward", "hutchinson")
 
@@ -140,7 +146,7 @@ def laplacian(
             _validate.check_per_point_values(jet.laplacian, x, "u", caller)
             return jet.laplacian
         if method == "hutchinson":
-            return estimators.stochastic_laplacian(u, x, num_probes, seed, unconnected).value
+            return stochastic_laplacian(u, x, num_probes, seed, unconnected).value
         nodes, as_column = derivative_tower(u, x, [(i, i) for i in range(d)], unconnected, caller)
         return _shape_like_field(tf.add_n([nodes[(i, i)] for i in range(d)]), as_column)
 
@@ -191,7 +197,7 @@ def divergence(
             _validate.check_vector_field(jet.value, x, caller)
             return tf.linalg.trace(jet.jacobian)
         if method == "hutchinson":
-            return estimators.stochastic_divergence(v, x, num_probes, seed, unconnected).value
+            return stochastic_divergence(v, x, num_probes, seed, unconnected).value
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(x)
             values = v(x)
@@ -204,3 +210,105 @@ def divergence(
 
     return divergence_v
 
+
+def _replicated_points(x: tf.Tensor, num_probes: int, seed: int, unconnected: str, caller: str) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Validates the inputs of a per-point estimator; returns ``(x, points, probes)``.
+
+    ``points`` stacks ``num_probes`` copies of ``x``, with one Rademacher probe per copy.
+    """
+    _validate.check_count(num_probes, "num_probes", caller)
+    _validate.check_unconnected(unconnected, caller)
+    x = _validate.as_differentiable(x, "x", caller)
+    _validate.check_field_points(x, caller)
+    replicated = tf.tile(x, [num_probes, 1])
+    return x, replicated, rademacher(tf.shape(replicated), seed, x.dtype)
+
+
+def _per_point(samples: tf.Tensor, num_probes: int, num_points) -> Estimate:
+    return mean_and_stderr(tf.reshape(samples, tf.stack([num_probes, num_points])))
+
+
+def stochastic_laplacian(u: Field, x: tf.Tensor, num_probes: int = 16, seed: int = 0, unconnected: str = "error") -> Estimate:
+    """Per-point Hutchinson estimate of the Laplacian of a scalar field, ``E[v^T H(x_n) v]``.
+
+    All probes run as one batch: the points are stacked ``num_probes`` times, and one
+    Hessian-vector product of ``sum_n u(x_n)`` (block-diagonal Hessian, as rows are
+    independent) gives every ``H(x_n) v``.
+
+    Args:
+      u: scalar field ``(N, d) -> (N,)`` or ``(N, 1)``.
+      x: points, shape ``(N, d)``.
+      num_probes: probes per point.
+      seed: int seed of the probes.
+      unconnected: ``"error"`` or ``"zero"``.
+
+    Returns:
+      :class:`~hodiff.Estimate` with value and stderr shaped like ``u(x)``, in the dtype of ``x``.
+
+    References:
+      Hutchinson, "A stochastic estimator of the trace of the influence matrix for Laplacian
+      smoothing splines", Comm. Statist. Simulation Comput. 1989.
+
+    Example:
+      ```python
+      import tensorflow as tf
+      from hodiff import stochastic_laplacian
+
+      u = lambda x: tf.reduce_sum(x**2, axis=1)           # H = 2I: every probe is exact
+      estimate = stochastic_laplacian(u, tf.ones((3, 5)), num_probes=4)
+      tf.debugging.assert_near(estimate.value, tf.fill([3], 10.0))
+      ```
+    """
+    caller = "stochastic_laplacian"
+    x, points, probes = _replicated_points(x, num_probes, seed, unconnected, caller)
+    as_column = []
+
+    def total(p):
+        values, column = _validate.check_per_point_values(u(p), p, "u", caller)
+        as_column.append(column)
+        return tf.reduce_sum(tf.cast(values, p.dtype))
+
+    hessian_probes = hvp(total, points, probes, unconnected=unconnected)
+    estimate = _per_point(tf.reduce_sum(probes * hessian_probes, axis=1), num_probes, tf.shape(x)[0])
+    if as_column[0]:
+        return Estimate(estimate.value[:, None], estimate.stderr[:, None])
+    return estimate
+
+
+def stochastic_divergence(v: Field, x: tf.Tensor, num_probes: int = 16, seed: int = 0, unconnected: str = "error") -> Estimate:
+    """Per-point Hutchinson estimate of the divergence of a vector field, ``E[e^T J(x_n) e]``.
+
+    Args:
+      v: vector field ``(N, d) -> (N, d)``.
+      x: points, shape ``(N, d)``.
+      num_probes: probes per point (all in one reverse pass over the stacked batch).
+      seed: int seed of the probes.
+      unconnected: ``"error"`` or ``"zero"``.
+
+    Returns:
+      :class:`~hodiff.Estimate` with value and stderr of shape ``(N,)``, in the dtype of ``x``.
+
+    References:
+      Hutchinson, "A stochastic estimator of the trace of the influence matrix for Laplacian
+      smoothing splines", Comm. Statist. Simulation Comput. 1989.
+
+    Example:
+      ```python
+      import tensorflow as tf
+      from hodiff import stochastic_divergence
+
+      estimate = stochastic_divergence(lambda x: 3.0 * x, tf.ones((2, 4)), num_probes=2)
+      tf.debugging.assert_near(estimate.value, [12.0, 12.0])   # J = 3I: exact
+      ```
+    """
+    caller = "stochastic_divergence"
+    x, points, probes = _replicated_points(x, num_probes, seed, unconnected, caller)
+
+    def field(p):
+        values = v(p)
+        _validate.check_vector_field(values, p, caller)
+        return tf.cast(values, p.dtype)
+
+    _, pullback = vjp(field, points, unconnected=unconnected)
+    jacobian_probes = pullback(probes)[0]
+    return _per_point(tf.reduce_sum(probes * jacobian_probes, axis=1), num_probes, tf.shape(x)[0])

@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from hodiff import _validate
+from hodiff.derivatives import elementwise_derivatives
 
 __all__ = ["Jet", "forward_jet", "forward_laplacian", "supported_layers"]
 
@@ -93,17 +94,7 @@ _ELEMENTWISE = {getattr(keras.activations, n) for n in _ELEMENTWISE_NAMES if has
 
 
 def _tape_rule(activation: Callable[[tf.Tensor], tf.Tensor]):
-    def rule(h):
-        with tf.GradientTape() as outer:
-            outer.watch(h)
-            with tf.GradientTape() as inner:
-                inner.watch(h)
-                value = activation(h)
-            first = inner.gradient(value, h, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        second = outer.gradient(first, h, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        return value, first, second
-
-    return rule
+    return elementwise_derivatives(activation, 2, unconnected="zero")
 
 
 def _activation_rule(activation, layer, caller):
@@ -193,7 +184,8 @@ def forward_jet(model: keras.Model, x: tf.Tensor, need_laplacian: bool = True, c
 
     Args:
       model: a ``keras.Sequential`` or functional chain of Dense/elementwise layers.
-      x: points, shape ``(N, d)``; cast to the model's compute dtype as Keras does.
+      x: points, shape ``(N, d)``; the jet is propagated in the wider of ``x``'s dtype and the
+        model's compute dtype and returned in ``x``'s dtype.
       need_laplacian: also propagate the Laplacian (skip it for divergence/Jacobians).
       caller: name used in error messages.
 
@@ -220,7 +212,10 @@ def forward_jet(model: keras.Model, x: tf.Tensor, need_laplacian: bool = True, c
     dense_layers = [layer for kind, layer in steps if kind == "dense"]
     if not dense_layers:
         raise ValueError(f"{caller}: the model has no Dense layer; nothing to propagate.")
-    dtype = tf.as_dtype(dense_layers[0].compute_dtype)
+    # Propagate in the wider of the points' and the model's compute dtype (a mixed_float16
+    # model's derivatives in float32), and answer in the points' dtype like every operator.
+    result_dtype = x.dtype
+    dtype = max(result_dtype, tf.as_dtype(dense_layers[0].compute_dtype), key=lambda t: t.size)
     if dense_layers[0].kernel.shape[0] != d:
         raise ValueError(
             f"{caller}: x has d={d} columns but the model's first Dense layer expects "
@@ -249,6 +244,7 @@ def forward_jet(model: keras.Model, x: tf.Tensor, need_laplacian: bool = True, c
             if need_laplacian:
                 blocks.append((first * jet[d + 1] + second * tf.reduce_sum(tf.square(jacobian), axis=0))[None])
             jet = tf.concat(blocks, axis=0)
+    jet = tf.cast(jet, result_dtype)
     return Jet(jet[0], tf.transpose(jet[1 : d + 1], [1, 0, 2]), jet[d + 1] if need_laplacian else None)
 
 

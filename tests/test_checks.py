@@ -49,3 +49,10 @@ def test_assert_close_passes_within_tolerance_and_rejects_nan():
 def test_in_mode_rejects_unknown_mode():
     with pytest.raises(ValueError, match="eager"):
         in_mode(tf.sin, "jit")
+
+
+def test_zero_rtol_means_exact_not_default():
+    """rtol=0.0 is a tolerance of zero (it used to fall back to the default, `rtol or default`)."""
+    with pytest.raises(AssertionError):
+        check_grads(tf.sin, (tf.constant(0.3, tf.float32),), order=1, rtol=0.0, modes=["eager"])
+    check_grads(tf.sin, (tf.constant(0.3, tf.float32),), order=1, modes=["eager"])

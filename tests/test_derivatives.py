@@ -263,3 +263,128 @@ def test_many_random_mlps_against_scipy(d, width, depth, activation, seed):
     x = points(3, d, seed=seed)
     check_grads(lambda p: model(p[None])[0, 0], (x[0],), order=2)
     check_laplacian(model, x, methods=("nested", "forward"))
+
+
+# --- aliased arguments: every position is its own variable ----------------------------------------
+
+
+def test_grad_argnums_with_one_tensor_passed_three_times(run):
+    """JAX's test_grad_argnums: f(x, y, z, flag) = 1 + x + y + z, x = y = z = one tensor."""
+
+    def f(x, y, z, flag=False):
+        assert flag
+        return 1.0 + x + y + z
+
+    x = tf.constant(1.0, tf.float64)
+    assert float(run(lambda x: hodiff.grad(f)(x, x, x, flag=True), x)) == 1.0
+    assert float(run(lambda x: hodiff.grad(f, argnums=1)(x, x, x, flag=True), x)) == 1.0
+    assert float(run(lambda x: hodiff.grad(f, argnums=-1)(x, x, x, flag=True), x)) == 1.0
+    gradients = run(lambda x: hodiff.grad(f, argnums=(2, 0))(x, x, x, flag=True), x)
+    assert [float(g) for g in gradients] == [1.0, 1.0]
+
+
+def test_aliased_product_derivatives_are_partials(run):
+    x = tf.constant(3.0, tf.float64)
+    product = lambda x, y: x * y
+    assert float(run(lambda x: hodiff.grad(product, 0)(x, x), x)) == 3.0
+    assert [float(g) for g in run(lambda x: hodiff.grad(product, (0, 1))(x, x), x)] == [3.0, 3.0]
+    value, slope = run(lambda x: hodiff.value_and_grad(product, 1)(x, x), x)
+    assert float(value) == 9.0 and float(slope) == 3.0
+    # d^2 (x y) / dx^2 = 0 and the mixed block is 1.
+    assert float(run(lambda x: hodiff.hessian(product, 0, unconnected="zero")(x, x), x)) == 0.0
+    blocks = run(lambda x: hodiff.hessian(product, (0, 1))(x, x), x)
+    assert [[float(b) for b in row] for row in blocks] == [[0.0, 1.0], [1.0, 0.0]]
+
+
+def test_aliased_vector_jacobian_jvp_and_vjp(run):
+    v = tf.constant([1.0, 2.0], tf.float64)
+    g = lambda a, b: a * b
+    np.testing.assert_array_equal(run(lambda v: hodiff.jacobian(g, 0)(v, v), v), np.diag([1.0, 2.0]))
+    _, tangent = run(lambda v: hodiff.jvp(g, (v, v), (tf.ones(2, tf.float64), tf.zeros(2, tf.float64))), v)
+    np.testing.assert_array_equal(tangent, [1.0, 2.0])
+
+    def pullback(v):
+        _, vjp_fn = hodiff.vjp(g, v, v)
+        return vjp_fn(tf.ones(2, tf.float64))
+
+    first, second = run(pullback, v)
+    np.testing.assert_array_equal(first, [1.0, 2.0])
+    np.testing.assert_array_equal(second, [1.0, 2.0])
+
+
+def test_aliased_variables_and_nested_leaves(run):
+    w = tf.Variable(3.0, dtype=tf.float64)
+    product = lambda p: p[0] * p[1]
+    gradient = run(lambda: hodiff.grad(product)([w, w]))
+    assert [float(g) for g in gradient] == [3.0, 3.0]
+    assert float(run(lambda: hodiff.grad(lambda x, y: x * y, 0)(w, w))) == 3.0
+    # hvp of p0^2 p1 at p0 = p1 = w: H = [[2 p1, 2 p0], [2 p0, 0]] = [[6, 6], [6, 0]].
+    cubic = lambda p: p[0] ** 2 * p[1]
+    for hvp_mode in hodiff.HVP_MODES:
+        product_vector = run(lambda: hodiff.hvp(cubic, [w, w], [tf.constant(1.0, tf.float64)] * 2, mode=hvp_mode))
+        assert [float(p) for p in product_vector] == [12.0, 6.0]
+    t = tf.constant(2.0, tf.float64)
+    gradient = run(lambda t: hodiff.grad(lambda p: p["a"] * p["b"] ** 2)({"a": t, "b": t}), t)
+    assert float(gradient["a"]) == 4.0 and float(gradient["b"]) == 8.0
+
+
+def test_closure_reads_of_a_variable_still_count():
+    """A Variable passed once is watched as itself, so a model reading it by closure is seen."""
+    w = tf.Variable(2.0, dtype=tf.float64)
+    assert float(hodiff.grad(lambda _: w**3)(w)) == 12.0
+    assert float(hodiff.hvp(lambda _: w**3, w, tf.constant(1.0, tf.float64))) == 12.0
+
+
+# --- composition --------------------------------------------------------------------------------
+
+
+def test_hessian_is_jacobian_of_grad_with_argnums_and_aux(run):
+    f = lambda x, y: (tf.reduce_sum(x**2 * y), {"seen": y})
+    x, y = tf.constant([1.0, 2.0], tf.float64), tf.constant([3.0, 4.0], tf.float64)
+    H, aux = run(hodiff.hessian(f, argnums=1, has_aux=True, unconnected="zero"), x, y)
+    np.testing.assert_array_equal(H, np.zeros((2, 2)))
+    np.testing.assert_array_equal(aux["seen"], y)
+    (hxx, hxy), (hyx, hyy) = run(hodiff.hessian(lambda x, y: f(x, y)[0], argnums=(0, 1)), x, y)
+    np.testing.assert_array_equal(hxx, np.diag([6.0, 8.0]))
+    np.testing.assert_array_equal(hxy, np.diag([2.0, 4.0]))
+    np.testing.assert_array_equal(hyx, np.diag([2.0, 4.0]))
+    np.testing.assert_array_equal(hyy, np.zeros((2, 2)))
+
+
+def test_jacobian_has_aux_and_structured_outputs(run):
+    f = lambda x: ({"square": x**2, "cube": x**3}, tf.reduce_sum(x))
+    x = tf.constant([1.0, 2.0], tf.float64)
+    J, aux = run(hodiff.jacobian(f, has_aux=True), x)
+    assert float(aux) == 3.0
+    np.testing.assert_array_equal(J["square"], np.diag([2.0, 4.0]))
+    np.testing.assert_array_equal(J["cube"], np.diag([3.0, 12.0]))
+
+
+def test_jvp_and_vjp_has_aux(run):
+    x = tf.constant([1.0, 2.0], tf.float64)
+    f = lambda x: (x**2, tf.reduce_sum(x))
+    out, tangent, aux = run(lambda x: hodiff.jvp(f, (x,), (tf.ones(2, tf.float64),), has_aux=True), x)
+    np.testing.assert_array_equal(tangent, [2.0, 4.0])
+    assert float(aux) == 3.0
+
+    def pullback(x):
+        out, vjp_fn, aux = hodiff.vjp(f, x, has_aux=True)
+        return vjp_fn(tf.ones(2, tf.float64))[0], aux
+
+    cotangent, aux = run(pullback, x)
+    np.testing.assert_array_equal(cotangent, [2.0, 4.0])
+    assert float(aux) == 3.0
+
+
+def test_elementwise_derivatives_give_every_order(run, dtype):
+    x = tf.constant([0.0, 0.7], dtype)
+    orders = run(hodiff.elementwise_derivatives(tf.sin, 3), x)
+    expected = [tf.sin(x), tf.cos(x), -tf.sin(x), -tf.cos(x)]
+    for actual, reference in zip(orders, expected):
+        np.testing.assert_allclose(actual, reference, rtol=1e-6, atol=1e-7)
+
+
+def test_batch_jacobian_of_zero_points_is_empty(run):
+    x = tf.zeros((0, 3), tf.float64)
+    J = run(hodiff.batch_jacobian(lambda x: tf.concat([x**2, x[:, :1]], axis=1)), x)
+    assert J.shape == (0, 4, 3)
