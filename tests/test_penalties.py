@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import hodiff
 from hodiff import penalties
-from hodiff.checks import assert_close, check_grads
+from hodiff.checks import assert_close, check_grads, in_mode
 
 RNG = np.random.default_rng(0)
 REAL, FAKE = RNG.normal(size=(6, 3)), RNG.normal(size=(6, 3))
@@ -35,14 +35,26 @@ def test_penalty_value_matches_closed_form(run):
     assert_close(run(penalty_of_weights, tf.constant(w1), tf.constant(w2)), expected, rtol=1e-12)
 
 
-def test_penalty_trains_a_keras_critic_in_every_mode(run):
+def test_penalty_trains_a_keras_critic_towards_unit_input_gradients_in_every_mode(mode):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((3,), dtype="float64"), keras.layers.Dense(8, activation="tanh", dtype="float64"), keras.layers.Dense(1, dtype="float64")])
-    real, fake = tf.constant(REAL), tf.constant(FAKE)
-    penalty = lambda w, r, f: penalties.gradient_penalty(model, r, f, seed=3)
-    grads = run(lambda r, f: hodiff.grad(penalty, unconnected="zero")(model.trainable_variables, r, f), real, fake)
-    assert all(np.isfinite(g).all() and np.abs(g).max() > 0 for g in grads[:3])
-    assert np.all(grads[3] == 0), "the output bias does not change the input gradient"
+    model.layers[-1].kernel.assign(4.0 * model.layers[-1].kernel)          # input gradients far from norm 1
+    real, fake = tf.constant(RNG.normal(size=(64, 3))), tf.constant(RNG.normal(2.0, 1.0, size=(64, 3)))
+    held_out = tf.constant(RNG.uniform(size=(64, 1))) * real + (1.0 - tf.constant(RNG.uniform(size=(64, 1)))) * fake
+
+    def distance_from_unit_norm():
+        norms = np.linalg.norm(penalties.input_gradient(model, held_out).numpy(), axis=1)
+        return float(np.mean(np.abs(norms - 1.0)))
+
+    penalty = lambda w, r, f, seed: penalties.gradient_penalty(model, r, f, seed=seed)
+    gradients = in_mode(lambda r, f, seed: hodiff.grad(penalty, unconnected="zero")(model.trainable_variables, r, f, seed), mode)
+    optimizer = keras.optimizers.Adam(0.02)
+    before = distance_from_unit_norm()
+    for step in range(150):
+        grads = gradients(real, fake, tf.constant(step))
+        assert np.all(grads[3].numpy() == 0), "the output bias does not change the input gradient"
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    assert before > 1.0 and distance_from_unit_norm() < 0.1
 
 
 def test_input_gradient_saliency_and_fgsm(run):
