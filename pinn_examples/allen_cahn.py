@@ -42,7 +42,7 @@ EXAMPLE = Example(
         "default": Settings(interior=4096, adam_steps=6000, lbfgs_iterations=3000, width=64, depth=4, causal_epsilon=10.0),
         "fast": Settings(interior=512, adam_steps=600, lbfgs_iterations=200, width=32, depth=3, causal_epsilon=10.0, checkpoint_every=100),
     },
-    target=1e-2,
+    target={"default": 1e-2},
 )
 
 

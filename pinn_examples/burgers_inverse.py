@@ -55,7 +55,8 @@ EXAMPLE = Example(
         "default": Settings(interior=4096, adam_steps=2000, lbfgs_iterations=6000),
         "fast": Settings(interior=256, adam_steps=200, lbfgs_iterations=50, depth=2, checkpoint_every=100),
     },
-    target=1e-2,
+    target={"default": 1e-2},
+    target_metric="nu_relative_error",
     extra_metrics=nu_metrics,
 )
 

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from hodiff import transforms
 from hodiff.step import TrainStep
+from pinn_examples._runner import SEED_MAX, number
 
 
 def circle_data(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -80,20 +81,18 @@ def plot(runs: dict, path: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pinn_examples circle", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=800, help="micro-batch steps per run")
-    parser.add_argument("--lr", type=float, default=0.5, help="SGD learning rate (large on purpose)")
-    parser.add_argument("--max-norm", type=float, default=0.25, help="global-norm clipping bound")
+    parser.add_argument("--lr", type=number(float, positive=True), default=0.5, help="SGD learning rate (large on purpose)")
+    parser.add_argument("--max-norm", type=number(float, positive=True), default=0.25, help="global-norm clipping bound")
     parser.add_argument("--accumulate", type=int, default=4, help="micro-batches per update")
     parser.add_argument("--micro-batch", type=int, default=64)
     parser.add_argument("--points", type=int, default=1024)
     parser.add_argument("--stop-after-skips", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=number(int, maximum=SEED_MAX), default=0)
     parser.add_argument("--output", default=os.path.join("results", "circle"))
     args = parser.parse_args(argv)
     for name in ("steps", "accumulate", "micro_batch", "points", "stop_after_skips"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.lr <= 0 or args.max_norm <= 0:
-        parser.error("--lr and --max-norm must be > 0")
 
     print(f"circle: SGD(lr={args.lr}, momentum=0.9), {args.accumulate} micro-batches of {args.micro_batch} per update")
     runs = {"unclipped": train(args, clip=False), "clipped": train(args, clip=True)}

@@ -40,7 +40,7 @@ EXAMPLE = Example(
         "default": Settings(interior=2048, adam_steps=1000, lbfgs_iterations=2000, width=20, depth=4),
         "fast": Settings(interior=256, adam_steps=200, lbfgs_iterations=50, depth=2, checkpoint_every=100),
     },
-    target=1e-3,
+    target={"default": 1e-3},
 )
 
 

@@ -45,7 +45,7 @@ EXAMPLE = Example(
         "default": Settings(interior=4096, adam_steps=3000, lbfgs_iterations=2000, width=50, depth=4, adaptive_weights=True),
         "fast": Settings(interior=1024, adam_steps=500, lbfgs_iterations=300, width=50, depth=4, adaptive_weights=True, steps_per_call=50, log_every=50, checkpoint_every=50),
     },
-    target=1e-2,
+    target={"default": 1e-2},
 )
 
 

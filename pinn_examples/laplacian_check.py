@@ -17,6 +17,7 @@ import tensorflow as tf
 
 import hodiff
 from hodiff.checks import reference_laplacian
+from pinn_examples._runner import SEED_MAX, number
 
 
 def build_mlp(d: int, width: int, depth: int, seed: int) -> keras.Model:
@@ -31,7 +32,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dim", type=int, default=3, help="input dimension d")
     parser.add_argument("--points", type=int, default=8, help="number of points")
     parser.add_argument("--probes", type=int, default=256, help="Hutchinson probes per point")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=number(int, maximum=SEED_MAX), default=0)
     args = parser.parse_args(argv)
 
     model = build_mlp(args.dim, width=32, depth=3, seed=args.seed)

@@ -28,6 +28,7 @@ import tensorflow as tf
 from hodiff import partials
 from hodiff.meta import MetaLearner
 from hodiff.step import TrainStep
+from pinn_examples._runner import SEED_MAX, number
 
 MODES = 3
 
@@ -96,21 +97,21 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=10000, help="meta-iterations")
     parser.add_argument("--meta-batch", type=int, default=8)
     parser.add_argument("--inner-steps", type=int, default=5)
-    parser.add_argument("--inner-lr", type=float, default=0.01)
+    parser.add_argument("--inner-lr", type=number(float, positive=True), default=0.01)
     parser.add_argument("--points", type=int, default=64, help="collocation points per support and query set")
     parser.add_argument("--held-out", type=int, default=20, help="held-out tasks for the evaluation")
-    parser.add_argument("--target-error", type=float, default=0.01)
+    parser.add_argument("--target-error", type=number(float, positive=True), default=0.01)
     parser.add_argument("--max-steps", type=int, default=5000)
     parser.add_argument("--chunk", type=int, default=10, help="Adam steps between error checks")
-    parser.add_argument("--adapt-lr", type=float, default=1e-2, help="Adam learning rate of the adaptation")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--adapt-lr", type=number(float, positive=True), default=1e-2, help="Adam learning rate of the adaptation")
+    parser.add_argument("--seed", type=number(int, maximum=SEED_MAX), default=0)
     parser.add_argument("--output", default=os.path.join("results", "maml_pinn"))
     args = parser.parse_args(argv)
     for name in ("iterations", "meta_batch", "inner_steps", "points", "held_out", "max_steps", "chunk"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    if not 0 < args.target_error < 1 or args.inner_lr <= 0 or args.adapt_lr <= 0:
-        parser.error("--target-error must be in (0, 1), --inner-lr and --adapt-lr > 0")
+    if args.target_error >= 1:
+        parser.error(f"--target-error {args.target_error} must be < 1 (a relative L2 error)")
 
     objective = lambda model, params, x, f: residual_loss(lambda z: model(params, z), x, f)
     learner = MetaLearner(network(args.seed), variant="maml", task_objective=objective, inner_steps=args.inner_steps,

@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from hodiff.meta import MetaLearner, inner_loop
+from pinn_examples._runner import SEED_MAX, number
 
 VARIANTS = ("maml", "fomaml", "meta_sgd")
 
@@ -131,7 +132,7 @@ def main(argv=None) -> int:
     parser.add_argument("--meta-batch", type=int, default=25)
     parser.add_argument("--eval-tasks", type=int, default=600)
     parser.add_argument("--eval-steps", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=number(int, maximum=SEED_MAX), default=0)
     parser.add_argument("--output", default=os.path.join("results", "maml_sinusoid"))
     args = parser.parse_args(argv)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]

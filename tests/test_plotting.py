@@ -1,0 +1,46 @@
+"""hodiff.pinn.plotting has no side effects: it never calls ``matplotlib.use`` or opens pyplot
+figures, and no hodiff module imports matplotlib when hodiff is imported.
+
+(Keras itself imports ``matplotlib.pyplot`` when it is installed, so "matplotlib is not in
+``sys.modules`` after ``import hodiff``" cannot hold in a process with Keras; the tests check
+hodiff's own imports instead.)"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import hodiff
+
+SCRIPT = """
+import sys
+import numpy as np
+import matplotlib
+matplotlib.use = lambda *a, **k: sys.exit("plotting called matplotlib.use")
+import hodiff, hodiff.pinn
+assert "hodiff.pinn.plotting" not in sys.modules, "import hodiff imported the plotting module"
+from hodiff.pinn import plotting
+axes = {"x": np.linspace(0, 1, 5), "t": np.linspace(0, 1, 4)}
+plotting.plot_field(axes, np.ones((5, 4)), np.zeros((5, 4)), sys.argv[1] + "/field.png", "title")
+plotting.plot_history([{"phase": "adam", "step": 1, "loss": 1.0, "r": 1.0},
+                       {"phase": "lbfgs", "step": 2, "loss": 0.5, "r": 0.5}], sys.argv[1] + "/history.png", ["r"])
+import matplotlib.pyplot
+assert matplotlib.pyplot.get_fignums() == [], "plotting left pyplot figures open"
+"""
+
+
+def test_plots_are_made_without_matplotlib_use_or_pyplot_figures(tmp_path):
+    result = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                            timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": ""})
+    assert result.returncode == 0, result.stderr[-2000:]
+    for name in ("field.png", "history.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_hodiff_module_imports_matplotlib_at_import_time():
+    for path in Path(hodiff.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:  # module level only: imports inside functions run when a plot is made
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(name.split(".")[0] == "matplotlib" for name in names), f"{path} imports matplotlib"

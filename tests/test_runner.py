@@ -1,0 +1,221 @@
+"""The PDE examples' command line (pinn_examples._runner): checks before any work, resume that
+reproduces the uninterrupted run, no silent overwrite, whole files after a kill, targets and exit
+status. Tiny settings on the heat equation keep each run to a few seconds."""
+
+import csv
+import io
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from hodiff import pinn
+from hodiff.pinn import plotting
+from pinn_examples import heat
+from pinn_examples._runner import TARGET_MISSED, _verdict, _write_results, memory_needed
+from pinn_examples._runner import run as run_example
+
+# log-every divides the L-BFGS iterations, the case where the last L-BFGS row used to be logged twice
+TINY = ["--interior", "64", "--adam-steps", "100", "--lbfgs-iterations", "20", "--width", "8", "--depth", "2",
+        "--steps-per-call", "10", "--log-every", "10", "--checkpoint-every", "50", "--no-progress"]
+FAST = ["--preset", "fast", *TINY]  # no target: exit status 0
+
+
+def history_rows(output):
+    with open(output / "history.csv") as file:
+        return list(csv.DictReader(file))
+
+
+def metrics_of(output):
+    return json.loads((output / "metrics.json").read_text())
+
+
+def assert_same_run(resumed, uninterrupted):
+    """Metrics and history of a resumed run equal the uninterrupted run's (checkpoints resume exactly)."""
+    got, want = metrics_of(resumed), metrics_of(uninterrupted)
+    for key in ("initial_relative_l2_error", "relative_l2_error", "final_loss"):
+        assert got[key] == pytest.approx(want[key], rel=1e-5), key
+    for key in ("adam_steps", "lbfgs_iterations", "lbfgs_message", "settings", "target", "target_met"):
+        assert got[key] == want[key], key
+    assert got["wall_seconds"] > 0
+    rows, expected = history_rows(resumed), history_rows(uninterrupted)
+    assert [(r["phase"], r["step"]) for r in rows] == [(r["phase"], r["step"]) for r in expected]
+    np.testing.assert_allclose([float(r["loss"]) for r in rows], [float(r["loss"]) for r in expected], rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """One complete tiny run of the heat example (default preset, so its target applies and is missed)."""
+    output = tmp_path_factory.mktemp("runs") / "uninterrupted"
+    assert run_example(heat.EXAMPLE, [*TINY, "--output", str(output)]) == TARGET_MISSED
+    return output
+
+
+def test_history_has_each_step_once_and_lbfgs_counts_right(uninterrupted):
+    rows = history_rows(uninterrupted)
+    steps = [(r["phase"], int(r["step"])) for r in rows]
+    assert len(steps) == len(set(steps)), f"a history row is repeated: {steps}"
+    metrics = metrics_of(uninterrupted)
+    assert metrics["lbfgs_iterations"] >= 1 and rows[-1]["phase"] == "lbfgs"
+    assert int(rows[-1]["step"]) == metrics["adam_steps"] + metrics["lbfgs_iterations"]
+    assert metrics["final_loss"] == pytest.approx(float(rows[-1]["loss"]))
+    assert metrics["initial_relative_l2_error"] > metrics["relative_l2_error"]
+
+
+def test_resuming_a_finished_run_reproduces_its_metrics_and_plots(uninterrupted, tmp_path, monkeypatch):
+    output = tmp_path / "run"
+    shutil.copytree(uninterrupted, output)
+    plotted = []
+    original = plotting.plot_history
+    monkeypatch.setattr(plotting, "plot_history", lambda history, *a: (plotted.append(list(history)),
+                                                                       original(history, *a)))
+    assert run_example(heat.EXAMPLE, [*TINY, "--output", str(output), "--resume"]) == TARGET_MISSED
+    assert_same_run(output, uninterrupted)
+    # the stored wall time, not the second of this resume (the time spent writing the last checkpoint is not in it)
+    assert metrics_of(output)["wall_seconds"] == pytest.approx(metrics_of(uninterrupted)["wall_seconds"], abs=1.0)
+    assert [row["phase"] for row in plotted[0]].count("lbfgs") == len(
+        [row for row in history_rows(uninterrupted) if row["phase"] == "lbfgs"]), "history.png keeps the L-BFGS rows"
+
+
+@pytest.mark.parametrize("kill", ["after_adam", "mid_adam"])
+def test_a_killed_run_resumed_ends_like_the_uninterrupted_one(kill, uninterrupted, tmp_path, monkeypatch):
+    output = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        if kill == "after_adam":
+            patch.setattr(pinn.Trainer, "lbfgs", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+        else:
+            adam = pinn.Trainer.adam
+
+            def killed_adam(self, steps):
+                adam(self, 50)  # the checkpoint at step 50 is written, then the process dies
+                raise KeyboardInterrupt
+
+            patch.setattr(pinn.Trainer, "adam", killed_adam)
+        with pytest.raises(KeyboardInterrupt):
+            run_example(heat.EXAMPLE, [*TINY, "--output", str(output)])
+    assert run_example(heat.EXAMPLE, [*TINY, "--output", str(output), "--resume"]) == TARGET_MISSED
+    assert_same_run(output, uninterrupted)
+
+
+def test_a_run_is_never_silently_overwritten(uninterrupted, tmp_path):
+    output = tmp_path / "run"
+    shutil.copytree(uninterrupted, output)
+    before = (output / "metrics.json").read_text()
+    with pytest.raises(SystemExit, match="already holds a run .*--resume.*--overwrite"):
+        run_example(heat.EXAMPLE, [*TINY, "--output", str(output)])
+    assert (output / "metrics.json").read_text() == before
+    (output / "history.png").write_bytes(b"stale")
+    untrained = [*TINY, "--adam-steps", "0", "--lbfgs-iterations", "0"]  # a fresh run with other settings: cheap
+    assert run_example(heat.EXAMPLE, [*untrained, "--output", str(output), "--overwrite"]) == TARGET_MISSED
+    metrics = metrics_of(output)
+    assert metrics["settings"]["adam_steps"] == 0 and metrics["lbfgs_iterations"] is None
+    assert metrics["relative_l2_error"] == metrics["initial_relative_l2_error"]
+    assert not (output / "history.csv").exists() and not (output / "history.png").exists(), "nothing of the old run"
+    assert sorted(p.name for p in (output / "checkpoints").iterdir() if p.name.startswith("ckpt-0")) != []
+
+
+def fake_trainer():
+    class Problem:
+        term_names = ["residual"]
+
+    class Trainer:
+        problem = Problem()
+        history = [{"phase": "adam", "step": 10, "loss": 1.0, "residual": 1.0},
+                   {"phase": "lbfgs", "step": 20, "loss": 0.5, "residual": 0.5}]
+
+    return Trainer()
+
+
+@pytest.mark.parametrize("failing, victim", [("json", "metrics.json"), ("savez", "prediction.npz"),
+                                             ("savefig", "field.png")])
+def test_a_kill_while_writing_leaves_the_previous_file_whole(failing, victim, tmp_path, monkeypatch):
+    axes = {"x": np.linspace(0, 1, 5), "t": np.linspace(0, 1, 4)}
+    reference = np.ones((5, 4))
+    _write_results(str(tmp_path), {"error": 1.0}, axes, reference, reference, fake_trainer(), "first")
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    assert set(before) == {"metrics.json", "prediction.npz", "field.png", "history.png"}
+
+    def killed(*args, **kwargs):  # writes a little of the file, then the process dies
+        for target in args:
+            if isinstance(target, io.TextIOBase):
+                target.write("partial")
+            elif hasattr(target, "write"):
+                target.write(b"partial")
+            elif isinstance(target, (str, os.PathLike)):
+                with open(target, "wb") as file:
+                    file.write(b"partial")
+        raise KeyboardInterrupt
+
+    if failing == "json":
+        monkeypatch.setattr(json, "dump", killed)
+        monkeypatch.setattr(json, "dumps", killed)
+    elif failing == "savez":
+        monkeypatch.setattr(np, "savez", killed)
+    else:
+        from matplotlib.figure import Figure
+
+        monkeypatch.setattr(Figure, "savefig", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _write_results(str(tmp_path), {"error": 2.0}, axes, 2 * reference, reference, fake_trainer(), "second")
+    after = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    assert after[victim] == before[victim], f"{victim} was left partly written"
+    assert set(after) == set(before), "no temporary file is left behind"
+
+
+def test_target_line_and_exit_status():
+    assert _verdict(heat.EXAMPLE, "default", {"relative_l2_error": 5e-4}) == (
+        "heat: target met: relative L2 error 5.000e-04 <= 1e-03", 0)
+    line, status = _verdict(heat.EXAMPLE, "default", {"relative_l2_error": 2e-3})
+    assert "target MISSED" in line and status == TARGET_MISSED
+    no_target = "heat: preset 'fast' has no target (a smoke run)"
+    assert _verdict(heat.EXAMPLE, "fast", {"relative_l2_error": 0.5}) == (no_target, 0)
+
+
+def test_fast_preset_says_it_has_no_target_and_exits_0(tmp_path, capsys):
+    assert run_example(heat.EXAMPLE, [*FAST, "--lbfgs-iterations", "0", "--output", str(tmp_path / "run")]) == 0
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "heat: preset 'fast' has no target (a smoke run)"
+    assert metrics_of(tmp_path / "run")["target_met"] is None
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--learning-rate", "nan", "'nan' is not finite"),
+    ("--learning-rate", "inf", "'inf' is not finite"),
+    ("--causal-epsilon", "-inf", "'-inf' is not finite"),
+    ("--causal-epsilon", "-0.5", "'-0.5' is out of range; give a number >= 0"),
+    ("--learning-rate", "0", "'0' is out of range; give a number > 0"),
+    ("--seed", str(2**32), "give an integer >= 0 and <= 4294967295"),
+    ("--seed", "-1", "out of range"),
+    ("--interior", "0", "give an integer > 0"),
+])
+def test_flags_refuse_non_finite_negative_and_out_of_range_values(flag, value, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        run_example(heat.EXAMPLE, [f"{flag}={value}", "--output", str(tmp_path / "bad")])
+    error = capsys.readouterr().err
+    assert info.value.code == 2 and f"argument {flag}: " in error and message in error
+    assert not (tmp_path / "bad").exists()
+
+
+def test_causal_epsilon_zero_means_off(tmp_path, monkeypatch):
+    seen = {}
+
+    def stop(self, *args, **kwargs):
+        seen.update(kwargs)
+        raise KeyboardInterrupt  # the flags were accepted; no need to train
+
+    monkeypatch.setattr(pinn.Trainer, "__init__", stop)
+    with pytest.raises(KeyboardInterrupt):
+        run_example(heat.EXAMPLE, ["--causal-epsilon", "0", "--seed", str(2**32 - 1), "--output", str(tmp_path)])
+    assert seen["causal"] is None and seen["seed"] == 2**32 - 1
+
+
+def test_too_many_points_and_unwritable_output_stop_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setattr(pinn.Trainer, "__init__", lambda *a, **k: pytest.fail("the trainer was built"))
+    with pytest.raises(SystemExit, match=r"--interior 1000000000000: .* GiB .* lower --interior"):
+        run_example(heat.EXAMPLE, ["--interior", str(10**12), "--output", str(tmp_path / "big")])
+    assert not (tmp_path / "big").exists()
+    assert memory_needed(heat.EXAMPLE.presets["default"], 2) < 2**30
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(SystemExit, match="--output .*file/results: cannot write there"):
+        run_example(heat.EXAMPLE, ["--output", str(tmp_path / "file" / "results")])
