@@ -268,11 +268,11 @@ def vjp(
     """
     caller = "vjp"
     _validate.check_unconnected(unconnected, caller)
-    primals = _independent_args(primals, range(len(primals)), caller, "primals")
+    sources = _independent_args(primals, range(len(primals)), caller, "primals")
     tape = tf.GradientTape(persistent=True)
     with tape:
-        _validate.watch(tape, primals)
-        output, aux = _split_aux(f(*primals), has_aux, caller)
+        _validate.watch(tape, sources)
+        output, aux = _split_aux(f(*sources), has_aux, caller)
     names = [f"primals[{i}]" for i in range(len(primals))]
 
     def vjp_fn(cotangent: Any) -> tuple:
@@ -280,7 +280,7 @@ def vjp(
         _validate.check_same_shape(cotangent, output, "cotangent", "the output of f", caller)
         flat_output, flat_cotangent = tf.nest.flatten(output), tf.nest.flatten(cotangent)
         flat_cotangent = [tf.cast(c, o.dtype) for c, o in zip(flat_cotangent, flat_output)]
-        return tuple(_validate.gradient(tape, flat_output, primals, names, unconnected, caller, flat_cotangent))
+        return tuple(_validate.gradient(tape, flat_output, sources, names, unconnected, caller, flat_cotangent))
 
     return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
 
@@ -333,7 +333,9 @@ def jacobian(
     return jacobian_f
 
 
-def batch_jacobian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "error") -> Callable[[tf.Tensor], tf.Tensor]:
+def batch_jacobian(
+    f: Callable[[tf.Tensor], Any], has_aux: bool = False, unconnected: str = "error"
+) -> Callable[[tf.Tensor], Any]:
     """Transforms a row-wise function into its per-example Jacobian ``(N, *out, *in)``.
 
     ``f`` maps a batch ``x`` of shape ``(N, *in)`` to ``(N, *out)`` and row ``n`` of the output
@@ -343,6 +345,8 @@ def batch_jacobian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "erro
 
     Args:
       f: the row-wise function.
+      has_aux: ``f`` returns ``(output, aux)``; the transformed function returns
+        ``(jacobian, aux)``.
       unconnected: ``"error"`` (default) or ``"zero"``.
 
     Returns:
@@ -367,16 +371,19 @@ def batch_jacobian(f: Callable[[tf.Tensor], tf.Tensor], unconnected: str = "erro
             raise ValueError(f"{caller}: `x` must have a leading batch axis, shape (N, ...); got shape {tuple(x.shape)}. For one example use x[None].")
         with tf.GradientTape() as tape:
             tape.watch(x)
-            output = tf.convert_to_tensor(f(x))
+            output, aux = _split_aux(f(x), has_aux, caller)
+            output = tf.convert_to_tensor(output)
             if output.shape.rank < 1:
                 raise ValueError(f"{caller}: f must return a batch, shape (N, ...); it returned shape {tuple(output.shape)}. Use jacobian(f) for unbatched functions.")
             flat_output = tf.reshape(output, (tf.shape(output)[0], -1))
         result_shape = tf.concat([tf.shape(output), tf.shape(x)[1:]], axis=0)
         if x.shape[0] == 0:  # tape.batch_jacobian divides by the batch size
-            return tf.zeros(result_shape, output.dtype)
-        result = tape.batch_jacobian(flat_output, x, unconnected_gradients=mode)
-        _validate.raise_if_unconnected([result], ["x"], caller)
-        return tf.reshape(result, result_shape)
+            result = tf.zeros(result_shape, output.dtype)
+        else:
+            result = tape.batch_jacobian(flat_output, x, unconnected_gradients=mode)
+            _validate.raise_if_unconnected([result], ["x"], caller)
+            result = tf.reshape(result, result_shape)
+        return (result, aux) if has_aux else result
 
     return batch_jacobian_f
 

@@ -80,7 +80,9 @@ def partials(
         raise ValueError(f"{caller}: coords must name each of the {d} columns of x once; got {tuple(coords)}.")
     if isinstance(wanted, str):
         raise TypeError(f"{caller}: wanted must be a tuple of names, e.g. ({wanted!r},), not the string {wanted!r}.")
-    indices = {name: _parse_partial(name, coords, caller) for name in wanted}
+    indices: dict[str | tuple[str, ...], MultiIndex] = {
+        name if isinstance(name, str) else tuple(name): _parse_partial(name, coords, caller) for name in wanted
+    }
     nodes, as_column = derivative_tower(u, x, list(indices.values()), unconnected, caller)
     return {name: _shape_like_field(nodes[tuple(sorted(i))], as_column) for name, i in indices.items()}
 

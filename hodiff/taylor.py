@@ -14,7 +14,7 @@ elementwise activation), ``Activation`` and ``Identity`` layers, nested chains i
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -113,7 +113,7 @@ def _activation_rule(activation, layer, caller):
     )
 
 
-def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "forward_jet") -> list[tuple[str, object]]:
+def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "forward_jet") -> list[tuple[str, Any]]:
     """Flattens a Keras chain into propagation steps, or raises naming the layer it can't handle.
 
     Args:
@@ -133,7 +133,7 @@ def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "for
             f"that is a chain of Dense and elementwise Activation layers; got "
             f"{type(model).__name__}. Use method='nested' for arbitrary functions and subclassed models."
         )
-    steps: list[tuple[str, object]] = []
+    steps: list[tuple[str, Any]] = []
     for layer in layers:
         if isinstance(layer, (keras.Sequential, keras.Model)):
             steps.extend(supported_layers(layer, caller))

@@ -388,3 +388,10 @@ def test_batch_jacobian_of_zero_points_is_empty(run):
     x = tf.zeros((0, 3), tf.float64)
     J = run(hodiff.batch_jacobian(lambda x: tf.concat([x**2, x[:, :1]], axis=1)), x)
     assert J.shape == (0, 4, 3)
+
+
+def test_batch_jacobian_has_aux(run):
+    x = tf.constant([[1.0, 2.0]], tf.float64)
+    J, aux = run(hodiff.batch_jacobian(lambda x: (x**2, tf.reduce_sum(x)), has_aux=True), x)
+    np.testing.assert_array_equal(J[0], np.diag([2.0, 4.0]))
+    assert float(aux) == 3.0
