@@ -21,7 +21,8 @@ Example:
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -83,7 +84,10 @@ def minimize_lbfgs(
     """
     variables = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
     if not variables:
-        raise ValueError("minimize_lbfgs: there are no variables to optimise. A Keras model has no weights until it is built: call it once or give it a keras.Input.")
+        raise ValueError(
+            "minimize_lbfgs: there are no variables to optimise. A Keras model has no weights until it is "
+            "built: call it once or give it a keras.Input."
+        )
     if not isinstance(max_iterations, int) or max_iterations < 1:
         raise ValueError(f"minimize_lbfgs: max_iterations must be an int >= 1, got {max_iterations!r}.")
     if not (np.isfinite(loss_scale) and loss_scale >= 1.0):
@@ -122,7 +126,10 @@ def minimize_lbfgs(
     x0 = np.concatenate([np.ravel(np.asarray(v.numpy(), dtype=np.float64)) for v in variables])
     loss0, gradient0 = fun(x0)
     if not (np.isfinite(loss0) and np.all(np.isfinite(gradient0))):
-        raise FloatingPointError(f"minimize_lbfgs: the loss is {loss0} with {int(np.sum(~np.isfinite(gradient0)))} non-finite gradient entries at the starting point; fix the loss or the initial values first.")
+        raise FloatingPointError(
+            f"minimize_lbfgs: the loss is {loss0} with {int(np.sum(~np.isfinite(gradient0)))} non-finite "
+            f"gradient entries at the starting point; fix the loss or the initial values first."
+        )
     bar = tqdm(total=max_iterations, desc="L-BFGS", disable=not progress, unit="it")
 
     def on_iteration(intermediate_result: scipy.optimize.OptimizeResult):
@@ -133,12 +140,23 @@ def minimize_lbfgs(
             return callback(intermediate_result)
         return None
 
-    options = {"maxiter": max_iterations, "maxfun": max_evaluations or int(1.25 * max_iterations) + 20,
-               "ftol": ftol, "gtol": gtol, "maxcor": max_corrections}
+    options = {
+        "maxiter": max_iterations,
+        "maxfun": max_evaluations or int(1.25 * max_iterations) + 20,
+        "ftol": ftol,
+        "gtol": gtol,
+        "maxcor": max_corrections,
+    }
     try:
         result = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", callback=on_iteration, options=options)
     finally:
         bar.close()
     assign(tf.constant(result.x, tf.float64))
-    logger.info("L-BFGS stopped after %d iterations and %d evaluations, loss %.4e: %s", result.nit, result.nfev, result.fun, result.message)
+    logger.info(
+        "L-BFGS stopped after %d iterations and %d evaluations, loss %.4e: %s",
+        result.nit,
+        result.nfev,
+        result.fun,
+        result.message,
+    )
     return result

@@ -39,7 +39,7 @@ def test_boundary_initial_and_grid():
     assert np.all(normals[:, 1] == 0)
     assert np.all(DOMAIN.sample_initial(50)[:, 1] == 0.0)
     square = pinn.Rectangle(("x", "y"), (0, 0), (2, 1))
-    points, normals = square.sample_boundary(3000, seed=1)
+    _, normals = square.sample_boundary(3000, seed=1)
     on_x_faces = np.mean(np.abs(normals[:, 0]) == 1)
     assert abs(on_x_faces - 1 / 3) < 0.05, "faces are chosen in proportion to their length"
     axes, grid = DOMAIN.grid({"x": 3, "t": 2})
@@ -57,17 +57,19 @@ def test_exact_solutions_have_zero_residual_through_hodiff_partials(run):
     assert_close(residual, np.zeros(64), rtol=0, atol=1e-8)
     poisson_problem, _ = poisson.build(Settings(depth=1, width=2))
     exact_poisson = lambda x: (tf.sin(np.pi * x[:, 0]) * tf.sin(np.pi * x[:, 1]))[:, None]
-    solution = poisson_problem.solution(lambda x: exact_poisson(x) / (x[:, :1] * (1 - x[:, :1]) * x[:, 1:] * (1 - x[:, 1:])))
+    solution = poisson_problem.solution(
+        lambda x: exact_poisson(x) / (x[:, :1] * (1 - x[:, :1]) * x[:, 1:] * (1 - x[:, 1:]))
+    )
     y = tf.constant(poisson_problem.domain.sample_interior(64, seed=4) * 0.8 + 0.1)
     assert_close(run(lambda y: poisson_problem.pde_residuals(solution, y, {})[0], y), np.zeros(64), rtol=0, atol=1e-8)
 
 
 def test_condition_residuals_vanish_for_a_solution_that_satisfies_them():
-    u = lambda x: (tf.cos(np.pi * x[:, 0]) * (1 + x[:, 1]))[:, None]         # periodic in x on [-1, 1]
+    u = lambda x: (tf.cos(np.pi * x[:, 0]) * (1 + x[:, 1]))[:, None]  # periodic in x on [-1, 1]
     arrays = lambda condition: {k: tf.constant(v) for k, v in condition.sample(DOMAIN, "sobol", 0).items()}
     periodic = pinn.Periodic("x", count=16, derivatives=2)
     assert_close(periodic.residual(u, 0, arrays(periodic), DOMAIN.coords), np.zeros(48), rtol=0, atol=1e-12)
-    neumann = pinn.Neumann(0.0, count=16)                                     # u_x = 0 at x = +-1
+    neumann = pinn.Neumann(0.0, count=16)  # u_x = 0 at x = +-1
     assert_close(neumann.residual(u, 0, arrays(neumann), DOMAIN.coords), np.zeros(16), rtol=0, atol=1e-12)
     initial = pinn.Initial(lambda x: tf.cos(np.pi * x["x"]), count=16)
     assert_close(initial.residual(u, 0, arrays(initial), DOMAIN.coords), np.zeros(16), rtol=0, atol=1e-15)
@@ -77,21 +79,36 @@ def test_condition_residuals_vanish_for_a_solution_that_satisfies_them():
 
 def small_problem(**kwargs):
     problem = pinn.Problem(
-        DOMAIN, needs=("u_t", "u_xx"), residual=lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"],
-        conditions=[pinn.Dirichlet(0.0, count=32), pinn.Initial(lambda x: tf.sin(np.pi * x["x"]), count=32)], **kwargs,
+        DOMAIN,
+        needs=("u_t", "u_xx"),
+        residual=lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"],
+        conditions=[pinn.Dirichlet(0.0, count=32), pinn.Initial(lambda x: tf.sin(np.pi * x["x"]), count=32)],
+        **kwargs,
     )
     return problem, pinn.mlp(DOMAIN, width=8, depth=2, dtype="float64")
 
 
 def trainer(output=None, resume=False, **kwargs):
     problem, model = small_problem()
-    options = dict(interior=128, steps_per_call=10, log_every=10, checkpoint_every=20, progress=False, seed=1)
+    options = {
+        "interior": 128,
+        "steps_per_call": 10,
+        "log_every": 10,
+        "checkpoint_every": 20,
+        "progress": False,
+        "seed": 1,
+    }
     return pinn.Trainer(problem, model, output_dir=output, resume=resume, **{**options, **kwargs})
 
 
 def test_training_lowers_the_loss_and_lbfgs_reports_why_it_stopped(caplog, tmp_path):
     caplog.set_level(logging.INFO, logger="hodiff")
-    run = trainer(str(tmp_path), tensorboard=True, adaptive_weights=pinn.AdaptiveWeights(every=20), resampling=pinn.Resampling(every=20, candidates=2000))
+    run = trainer(
+        str(tmp_path),
+        tensorboard=True,
+        adaptive_weights=pinn.AdaptiveWeights(every=20),
+        resampling=pinn.Resampling(every=20, candidates=2000),
+    )
     run.adam(60)
     result = run.lbfgs(30)
     losses = [row["loss"] for row in run.history]
@@ -107,7 +124,7 @@ def test_resume_after_interruption_reproduces_the_uninterrupted_run(tmp_path):
     straight.adam(60)
     straight.lbfgs(20)
     interrupted = trainer(str(tmp_path / "resumed"), resampling=pinn.Resampling(every=20, candidates=1000))
-    interrupted.adam(40)                                    # "killed" after the checkpoint at 40
+    interrupted.adam(40)  # "killed" after the checkpoint at 40
     resumed = trainer(str(tmp_path / "resumed"), resume=True, resampling=pinn.Resampling(every=20, candidates=1000))
     assert int(resumed.adam_steps.numpy()) == 40
     resumed.adam(60)
@@ -121,10 +138,15 @@ def test_resume_after_interruption_reproduces_the_uninterrupted_run(tmp_path):
 
 def test_inverse_parameter_is_trained():
     problem = pinn.Problem(
-        DOMAIN, needs=("u_t", "u_xx"), residual=lambda d, x, p: d["u_t"] - p["kappa"] * d["u_xx"],
-        conditions=[pinn.Data(DOMAIN.sample_interior(64, seed=5), np.zeros(64))], parameters={"kappa": 0.3},
+        DOMAIN,
+        needs=("u_t", "u_xx"),
+        residual=lambda d, x, p: d["u_t"] - p["kappa"] * d["u_xx"],
+        conditions=[pinn.Data(DOMAIN.sample_interior(64, seed=5), np.zeros(64))],
+        parameters={"kappa": 0.3},
     )
-    run = pinn.Trainer(problem, pinn.mlp(DOMAIN, width=8, depth=2), interior=64, steps_per_call=10, log_every=10, progress=False)
+    run = pinn.Trainer(
+        problem, pinn.mlp(DOMAIN, width=8, depth=2), interior=64, steps_per_call=10, log_every=10, progress=False
+    )
     run.adam(20)
     assert run.parameter_values()["kappa"] != 0.3 and "kappa" in run.history[-1]
 
@@ -132,7 +154,12 @@ def test_inverse_parameter_is_trained():
 def test_bad_input():
     problem, model = small_problem()
     with pytest.raises(ValueError, match="number of points must be an int >= 1"):
-        pinn.Trainer(pinn.Problem(DOMAIN, needs=("u",), residual=lambda d, x, p: d["u"], conditions=[pinn.Dirichlet(0.0, count=0)]), model)
+        pinn.Trainer(
+            pinn.Problem(
+                DOMAIN, needs=("u",), residual=lambda d, x, p: d["u"], conditions=[pinn.Dirichlet(0.0, count=0)]
+            ),
+            model,
+        )
     wrong_shape = pinn.Problem(DOMAIN, needs=("u",), residual=lambda d, x, p: tf.stack([d["u"], d["u"]], 1))
     with pytest.raises(ValueError, match=r"returned shape \(4, 2\).*one value per point"):
         pinn.Trainer(wrong_shape, model)
@@ -145,7 +172,16 @@ def test_bad_input():
     with pytest.raises(ValueError, match="sampling method 'grid'"):
         DOMAIN.sample_interior(10, method="grid")
     with pytest.raises(ValueError, match="weights given for \\['boundry'\\]"):
-        pinn.Trainer(pinn.Problem(DOMAIN, needs=("u",), residual=lambda d, x, p: d["u"], conditions=[pinn.Dirichlet(0.0, count=4)], weights={"boundry": 2.0}), model)
+        pinn.Trainer(
+            pinn.Problem(
+                DOMAIN,
+                needs=("u",),
+                residual=lambda d, x, p: d["u"],
+                conditions=[pinn.Dirichlet(0.0, count=4)],
+                weights={"boundry": 2.0},
+            ),
+            model,
+        )
     with pytest.raises(ValueError, match="no weights yet"):
         pinn.Trainer(problem, keras.Sequential([keras.layers.Dense(1)]))
 
@@ -154,7 +190,7 @@ def test_causal_weights_follow_the_paper_formula():
     run = trainer(causal=pinn.CausalWeights(epsilon=2.0, bins=4))
     points = tf.constant([[0.0, 0.1], [0.0, 0.6], [0.0, 1.2], [0.0, 1.3], [0.0, 1.9]], tf.float64)
     squares = tf.constant([1.0, 2.0, 3.0, 5.0, 4.0], tf.float64)
-    per_bin = np.array([1.0, 2.0, 4.0, 4.0])                         # t in [0, 2): bins of width 0.5
+    per_bin = np.array([1.0, 2.0, 4.0, 4.0])  # t in [0, 2): bins of width 0.5
     weights = np.exp(-2.0 * np.concatenate([[0.0], np.cumsum(per_bin)[:-1]]))
     assert_close(run.problem.causal.weighted_mean(squares, points, DOMAIN), np.mean(weights * per_bin), rtol=1e-12)
     with pytest.raises(ValueError, match="causal weights need a time coordinate"):
@@ -179,7 +215,7 @@ def comparable(history):
 
 
 def test_resume_at_any_point_reproduces_the_uninterrupted_run(tmp_path, monkeypatch):
-    options = dict(checkpoint_every=20)
+    options = {"checkpoint_every": 20}
     straight = trainer(str(tmp_path / "straight"), **options)
     straight.run_info["initial_error"] = 0.5
     straight.save_run_info()
@@ -193,7 +229,9 @@ def test_resume_at_any_point_reproduces_the_uninterrupted_run(tmp_path, monkeypa
     assert (again.nit, again.message, again.fun) == (result.nit, result.message, result.fun)
     assert done.adam(40).stop_reason.startswith("already done")
     assert comparable(done.history) == comparable(straight.history) and done.run_info == {"initial_error": 0.5}
-    assert 0 < done.elapsed_seconds <= straight.elapsed_seconds and done.final_loss == pytest.approx(result.fun, rel=1e-9)
+    assert 0 < done.elapsed_seconds <= straight.elapsed_seconds and done.final_loss == pytest.approx(
+        result.fun, rel=1e-9
+    )
 
     # mid-Adam (killed after the checkpoint at 20), then between the phases, then during L-BFGS
     first = trainer(str(tmp_path / "resumed"), **options)
@@ -220,6 +258,7 @@ def test_resume_at_any_point_reproduces_the_uninterrupted_run(tmp_path, monkeypa
             callback(intermediate_result)
             if callback_count.append(1) or len(callback_count) == 12:
                 raise KeyboardInterrupt
+
         return real(loss_fn, variables, max_iterations, callback=dying, **kwargs)
 
     callback_count = []
@@ -232,7 +271,9 @@ def test_resume_at_any_point_reproduces_the_uninterrupted_run(tmp_path, monkeypa
     resumed = last.lbfgs(25)
     assert (resumed.nit, resumed.fun) == (result.nit, result.fun)
     assert comparable(last.history) == comparable(straight.history)
-    assert [row["step"] for row in pinn.runlog.read_history(tmp_path / "resumed" / "history.csv")] == [r["step"] for r in straight.history]
+    assert [row["step"] for row in pinn.runlog.read_history(tmp_path / "resumed" / "history.csv")] == [
+        r["step"] for r in straight.history
+    ]
     for a, b in zip(straight.model.weights, last.model.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
@@ -241,7 +282,11 @@ def test_settings_overwrite_and_resume_rules(tmp_path):
     trainer(str(tmp_path), settings={"preset": "fast"}).adam(10)
     with pytest.raises(FileExistsError, match="--resume.*--overwrite"):
         trainer(str(tmp_path))
-    with pytest.raises(ValueError, match=r"learning_rate: 0.001 in the run, 0.01 now.*preset: 'fast' in the run, 'paper' now.*seed: 1 in the run, 2 now"):
+    with pytest.raises(
+        ValueError,
+        match=r"learning_rate: 0.001 in the run, 0.01 now.*preset: 'fast' in the run, 'paper' now.*seed: 1 in "
+        "the run, 2 now",
+    ):
         trainer(str(tmp_path), resume=True, learning_rate=1e-2, seed=2, settings={"preset": "paper"})
     fresh = trainer(str(tmp_path), overwrite=True)
     assert fresh.history == [] and int(fresh.adam_steps.numpy()) == 0
@@ -258,14 +303,20 @@ def test_a_truncated_latest_checkpoint_resumes_from_the_previous(tmp_path, caplo
 
 
 def test_non_finite_terms_are_named_even_when_the_compiled_loss_is_finite():
-    problem = pinn.Problem(DOMAIN, needs=("u_t",), residual=lambda d, x, p: d["u_t"],
-                           conditions=[pinn.Dirichlet(lambda x: x["x"] * np.nan, count=8, name="wall"), pinn.Initial(0.0, count=8)])
-    nan_run = pinn.Trainer(problem, pinn.mlp(DOMAIN, width=4, depth=1), interior=16, steps_per_call=10, log_every=10, progress=False)
+    problem = pinn.Problem(
+        DOMAIN,
+        needs=("u_t",),
+        residual=lambda d, x, p: d["u_t"],
+        conditions=[pinn.Dirichlet(lambda x: x["x"] * np.nan, count=8, name="wall"), pinn.Initial(0.0, count=8)],
+    )
+    nan_run = pinn.Trainer(
+        problem, pinn.mlp(DOMAIN, width=4, depth=1), interior=16, steps_per_call=10, log_every=10, progress=False
+    )
     with pytest.raises(FloatingPointError, match=r"non-finite loss terms: \['wall'\]"):
         nan_run.lbfgs(5)
     assert nan_run._lbfgs is None, "L-BFGS does not count as done"
 
-    class DroppedNaN:                                               # as if XLA had dropped the NaN term
+    class DroppedNaN:  # as if XLA had dropped the NaN term
         steps_per_call = 10
 
         def __call__(self):
@@ -275,7 +326,9 @@ def test_non_finite_terms_are_named_even_when_the_compiled_loss_is_finite():
     run.step = DroppedNaN()
     points = run.condition_arrays[1]["points"]
     points.assign(tf.tensor_scatter_nd_update(points, [[0, 0]], [np.nan]))
-    with pytest.raises(FloatingPointError, match=r"at Adam step 10 the loss is 0.5; non-finite loss terms: \['initial'\]"):
+    with pytest.raises(
+        FloatingPointError, match=r"at Adam step 10 the loss is 0.5; non-finite loss terms: \['initial'\]"
+    ):
         run.adam(10)
 
 
@@ -303,16 +356,29 @@ def test_bad_data_names_the_condition():
 
 def test_loss_terms_are_named_at_construction():
     two = lambda d, x, p: (d["u_t"] - d["v"], d["v"] - d["u_xx"])
-    system = pinn.Problem(DOMAIN, fields=("u", "v"), needs=("u_t", "u_xx", "v"), residual=two,
-                          residual_names=("evolution", "flux"), conditions=[pinn.Initial(0.0, count=4)])
+    system = pinn.Problem(
+        DOMAIN,
+        fields=("u", "v"),
+        needs=("u_t", "u_xx", "v"),
+        residual=two,
+        residual_names=("evolution", "flux"),
+        conditions=[pinn.Initial(0.0, count=4)],
+    )
     assert system.term_names == ("evolution", "flux", "initial"), "known before any evaluation"
     model = pinn.mlp(DOMAIN, outputs=2, width=4, depth=1)
     points = system.sample_points(16, seed=0)
     terms = system.loss_terms(system.solution(model), points, {})
     assert list(terms) == ["evolution", "flux", "initial"] and all(t.shape == () for t in terms.values())
-    as_dict = pinn.Problem(DOMAIN, fields=("u", "v"), needs=("u_t", "u_xx", "v"), residual_names=("flux", "evolution"),
-                           residual=lambda d, x, p: dict(zip(("evolution", "flux"), two(d, x, p))))
-    np.testing.assert_array_equal(as_dict.loss_terms(as_dict.solution(model), {"interior": points["interior"]}, {})["flux"], terms["flux"])
+    as_dict = pinn.Problem(
+        DOMAIN,
+        fields=("u", "v"),
+        needs=("u_t", "u_xx", "v"),
+        residual_names=("flux", "evolution"),
+        residual=lambda d, x, p: dict(zip(("evolution", "flux"), two(d, x, p))),
+    )
+    np.testing.assert_array_equal(
+        as_dict.loss_terms(as_dict.solution(model), {"interior": points["interior"]}, {})["flux"], terms["flux"]
+    )
     unnamed = pinn.Problem(DOMAIN, fields=("u", "v"), needs=("u_t", "u_xx", "v"), residual=two)
     with pytest.raises(ValueError, match=r"returned 2 residuals but residual_names has 1.*residual_names=\("):
         pinn.Trainer(unnamed, model, interior=16, progress=False)
@@ -322,7 +388,9 @@ def test_loss_terms_are_named_at_construction():
 def test_fourier_features_and_mixed_precision_train_a_second_order_problem_under_xla(dtype):
     problem, _ = small_problem()
     model = pinn.mlp(DOMAIN, width=16, depth=2, fourier_features=8, dtype=dtype)
-    run = pinn.Trainer(problem, model, interior=128, steps_per_call=10, log_every=10, progress=False, learning_rate=1e-2)
+    run = pinn.Trainer(
+        problem, model, interior=128, steps_per_call=10, log_every=10, progress=False, learning_rate=1e-2
+    )
     adam = run.adam(60)
     assert np.isfinite(adam.final_loss) and adam.final_loss < 0.7 * run.history[0]["loss"]
     result = run.lbfgs(20)
@@ -354,6 +422,8 @@ def test_the_library_has_no_side_effects(tmp_path, capsys):
     trainer(str(tmp_path), resume=True).lbfgs(2)
     assert capsys.readouterr().out == ""
     # Keras itself imports matplotlib.pyplot when it is installed; hodiff adds no plotting import of its own.
-    code = ("import sys, keras, tensorflow; before = set(sys.modules); import hodiff, hodiff.pinn; "
-            "assert not [m for m in set(sys.modules) - before if m.startswith('matplotlib')]")
+    code = (
+        "import sys, keras, tensorflow; before = set(sys.modules); import hodiff, hodiff.pinn; "
+        "assert not [m for m in set(sys.modules) - before if m.startswith('matplotlib')]"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

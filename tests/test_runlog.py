@@ -14,16 +14,14 @@ from hodiff.pinn.runlog import RunLog, atomic_write, read_history, write_csv, wr
 def test_atomic_write_replaces_on_success_and_keeps_the_old_file_on_failure(tmp_path):
     path = tmp_path / "metrics.json"
     write_json(path, {"error": 1.0})
-    with pytest.raises(RuntimeError, match="killed"):
-        with atomic_write(path) as temporary:
-            with open(temporary, "w") as file:
-                file.write('{"error": 0.')                 # half written when the run dies
-            raise RuntimeError("killed")
+    with pytest.raises(RuntimeError, match="killed"), atomic_write(path) as temporary:
+        with open(temporary, "w") as file:
+            file.write('{"error": 0.')  # half written when the run dies
+        raise RuntimeError("killed")
     assert json.loads(path.read_text()) == {"error": 1.0}
     assert os.listdir(tmp_path) == ["metrics.json"], "no temporary file left behind"
-    with pytest.raises(FileNotFoundError, match="nothing was written"):
-        with atomic_write(tmp_path / "empty.txt"):
-            pass
+    with pytest.raises(FileNotFoundError, match="nothing was written"), atomic_write(tmp_path / "empty.txt"):
+        pass
 
 
 def test_atomic_write_works_for_savez_and_savefig(tmp_path):
@@ -49,7 +47,7 @@ def test_read_history_drops_a_truncated_last_row(tmp_path, caplog):
     write_csv(path, rows)
     path.write_text(path.read_text() + "adam,30,0.1")
     assert read_history(path) == rows + [{"phase": "adam", "step": 30, "loss": 0.1}]
-    path.write_text(path.read_text()[:-4] + "\n" + "lbfgs,4")      # garbled, then truncated mid-row
+    path.write_text(path.read_text()[:-4] + "\n" + "lbfgs,4")  # garbled, then truncated mid-row
     with caplog.at_level(logging.WARNING):
         assert read_history(path) == rows
     assert "line 4 is truncated or garbled" in caplog.text and "line 5" in caplog.text
@@ -71,7 +69,9 @@ def saved_run(directory, steps=(10, 20, 30)):
 
 def test_a_held_run_is_not_overwritten_silently(tmp_path):
     saved_run(tmp_path)
-    with pytest.raises(FileExistsError, match="already holds a run.*resume=True \\(--resume\\).*overwrite=True \\(--overwrite\\)"):
+    with pytest.raises(
+        FileExistsError, match="already holds a run.*resume=True \\(--resume\\).*overwrite=True \\(--overwrite\\)"
+    ):
         log_in(tmp_path)
     log, _ = log_in(tmp_path, overwrite=True)
     assert log.history == [] and not os.path.exists(tmp_path / "history.csv") and log.latest_checkpoint is None
@@ -83,18 +83,25 @@ def test_resume_restores_history_state_and_run_info_of_the_checkpoint(tmp_path):
     log = saved_run(tmp_path)
     log.run_info["initial_error"] = 0.75
     log.save_run_info()
-    log.append({"phase": "adam", "step": 40, "loss": 0.01})   # logged, then killed before its checkpoint
+    log.append({"phase": "adam", "step": 40, "loss": 0.01})  # logged, then killed before its checkpoint
     resumed, variable = log_in(tmp_path, resume=True)
     assert variable.numpy() == 30.0 and resumed.state["elapsed_seconds"] == 30.0
     assert [row["step"] for row in resumed.history] == [10, 20, 30]
-    assert [row["step"] for row in read_history(tmp_path / "history.csv")] == [10, 20, 30], "history.csv matches the checkpoint"
+    assert [row["step"] for row in read_history(tmp_path / "history.csv")] == [10, 20, 30], (
+        "history.csv matches the checkpoint"
+    )
     assert resumed.run_info == {"initial_error": 0.75}
 
 
 def test_resume_with_other_settings_lists_every_difference(tmp_path):
     saved_run(tmp_path)
     with pytest.raises(ValueError, match=r"learning_rate: 0.001 in the run, 0.01 now; seed: 0 in the run, 3 now"):
-        RunLog(str(tmp_path), {"x": tf.Variable(1.0, dtype=tf.float64)}, settings={"seed": 3, "learning_rate": 1e-2}, resume=True)
+        RunLog(
+            str(tmp_path),
+            {"x": tf.Variable(1.0, dtype=tf.float64)},
+            settings={"seed": 3, "learning_rate": 1e-2},
+            resume=True,
+        )
 
 
 def test_a_truncated_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, caplog):
@@ -104,9 +111,11 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, 
         file.truncate(os.path.getsize(data) // 2)
     with caplog.at_level(logging.WARNING):
         resumed, variable = log_in(tmp_path, resume=True)
-    assert "ckpt-30" in caplog.text and variable.numpy() == 20.0 and [row["step"] for row in resumed.history] == [10, 20]
+    assert (
+        "ckpt-30" in caplog.text and variable.numpy() == 20.0 and [row["step"] for row in resumed.history] == [10, 20]
+    )
     variable.assign(25.0)
-    resumed.save(30, elapsed_seconds=30.0)                      # the run goes on and rewrites checkpoint 30
+    resumed.save(30, elapsed_seconds=30.0)  # the run goes on and rewrites checkpoint 30
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         assert log_in(tmp_path, resume=True)[1].numpy() == 25.0

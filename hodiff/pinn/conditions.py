@@ -18,14 +18,15 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from hodiff.pinn.geometry import Box
 
-__all__ = ["Condition", "Dirichlet", "Neumann", "Initial", "Periodic", "Data"]
+__all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic"]
 
 Value = float | Callable[[dict], tf.Tensor]
 
@@ -40,7 +41,10 @@ def _evaluate(value: Value, x: tf.Tensor, coords: tuple[str, ...], caller: str) 
         result = tf.convert_to_tensor(value(named_columns(x, coords)))
         result = tf.reshape(result, [-1]) if result.shape.rank == 2 and result.shape[1] == 1 else result
         if result.shape.rank != 1:
-            raise ValueError(f"{caller}: the value function must return one value per point, shape (N,); it returned {tuple(result.shape)}.")
+            raise ValueError(
+                f"{caller}: the value function must return one value per point, shape (N,); it returned "
+                f"{tuple(result.shape)}."
+            )
         return tf.cast(result, x.dtype)
     return tf.fill(tf.shape(x)[:1], tf.constant(value, x.dtype))
 
@@ -59,7 +63,13 @@ class Condition:
     def sample(self, domain: Box, method: str, seed: int) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
-    def residual(self, solution: Callable[[tf.Tensor], tf.Tensor], field_index: int, arrays: dict[str, tf.Tensor], coords: tuple[str, ...]) -> tf.Tensor:
+    def residual(
+        self,
+        solution: Callable[[tf.Tensor], tf.Tensor],
+        field_index: int,
+        arrays: dict[str, tf.Tensor],
+        coords: tuple[str, ...],
+    ) -> tf.Tensor:
         raise NotImplementedError
 
 
@@ -137,7 +147,9 @@ class Periodic(Condition):
 
     def validate(self, domain):
         if self.coord not in domain.space:
-            raise ValueError(f"Periodic: coord {self.coord!r} is not a spatial coordinate of the domain {domain.space}.")
+            raise ValueError(
+                f"Periodic: coord {self.coord!r} is not a spatial coordinate of the domain {domain.space}."
+            )
 
     def sample(self, domain, method, seed):
         self.validate(domain)
@@ -178,21 +190,35 @@ class Data(Condition):
     def __init__(self, points: Any, values: Any, field: str = "u", name: str = "data"):
         points, values = np.asarray(points, dtype=float), np.asarray(values, dtype=float).reshape(-1)
         if points.ndim != 2 or len(points) != len(values) or len(values) == 0:
-            raise ValueError(f"Data {name!r}: points must be (N, d) with one value each and N >= 1; got points {points.shape} and values {values.shape}.")
+            raise ValueError(
+                f"Data {name!r}: points must be (N, d) with one value each and N >= 1; got points "
+                f"{points.shape} and values {values.shape}."
+            )
         for label, array in (("points", points), ("values", values)):
             bad = np.flatnonzero(~np.all(np.isfinite(array.reshape(len(array), -1)), axis=1))
             if bad.size:
-                raise ValueError(f"Data {name!r}: {label} hold NaN or Inf in {bad.size} rows (first: row {bad[0]}); remove or fill those observations.")
+                raise ValueError(
+                    f"Data {name!r}: {label} hold NaN or Inf in {bad.size} rows (first: row {bad[0]}); remove "
+                    f"or fill those observations."
+                )
         self.points, self.values, self.count, self.field, self.name = points, values, len(values), field, name
 
     def validate(self, domain):
         if self.points.shape[1] != len(domain.coords):
-            raise ValueError(f"Data {self.name!r}: points have {self.points.shape[1]} columns but the domain has coordinates {domain.coords}.")
+            raise ValueError(
+                f"Data {self.name!r}: points have {self.points.shape[1]} columns but the domain has coordinates "
+                f"{domain.coords}."
+            )
         slack = 1e-9 * (domain.high - domain.low)
-        outside = np.flatnonzero(np.any((self.points < domain.low - slack) | (self.points > domain.high + slack), axis=1))
+        outside = np.flatnonzero(
+            np.any((self.points < domain.low - slack) | (self.points > domain.high + slack), axis=1)
+        )
         if outside.size:
-            raise ValueError(f"Data {self.name!r}: {outside.size} points lie outside the domain {domain.bounds} (first: row {outside[0]}, "
-                             f"{self.points[outside[0]].tolist()}); the network is only trained inside it, so drop or clip them.")
+            raise ValueError(
+                f"Data {self.name!r}: {outside.size} points lie outside the domain {domain.bounds} (first: row "
+                f"{outside[0]}, "
+                f"{self.points[outside[0]].tolist()}); the network is only trained inside it, so drop or clip them."
+            )
 
     def sample(self, domain, method, seed):
         self.validate(domain)

@@ -17,12 +17,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
-import scipy.stats.qmc as qmc
+from scipy.stats import qmc
 
-__all__ = ["Box", "Interval", "Rectangle", "TimeDomain", "SAMPLING_METHODS", "unit_samples"]
+__all__ = ["SAMPLING_METHODS", "Box", "Interval", "Rectangle", "TimeDomain", "unit_samples"]
 
 SAMPLING_METHODS = ("random", "lhs", "sobol")
 
@@ -41,9 +41,15 @@ def unit_samples(count: int, dimension: int, method: str, seed: int) -> np.ndarr
       Array of shape ``(count, dimension)``, float64.
     """
     if method not in SAMPLING_METHODS:
-        raise ValueError(f"sampling method {method!r} is not one of {SAMPLING_METHODS}; use 'sobol' or 'lhs' for even coverage, 'random' for i.i.d. points.")
+        raise ValueError(
+            f"sampling method {method!r} is not one of {SAMPLING_METHODS}; use 'sobol' or 'lhs' for even "
+            f"coverage, 'random' for i.i.d. points."
+        )
     if not isinstance(count, (int, np.integer)) or count < 1:
-        raise ValueError(f"the number of points must be an int >= 1, got {count!r}; a condition or domain with no points has nothing to train on.")
+        raise ValueError(
+            f"the number of points must be an int >= 1, got {count!r}; a condition or domain with no points has "
+            f"nothing to train on."
+        )
     if dimension == 0:
         return np.zeros((count, 0))
     if method == "random":
@@ -67,7 +73,10 @@ class Box:
         self.bounds = {name: (float(low), float(high)) for name, (low, high) in bounds.items()}
         for name, (low, high) in self.bounds.items():
             if not high > low:
-                raise ValueError(f"Box: coordinate {name!r} has bounds ({low}, {high}); the upper bound must be larger than the lower.")
+                raise ValueError(
+                    f"Box: coordinate {name!r} has bounds ({low}, {high}); the upper bound must be larger than "
+                    f"the lower."
+                )
         if time is not None and time not in self.bounds:
             raise ValueError(f"Box: time coordinate {time!r} is not one of the coordinates {tuple(self.bounds)}.")
         self.time = time
@@ -88,7 +97,7 @@ class Box:
     def high(self) -> np.ndarray:
         return np.array([high for _, high in self.bounds.values()])
 
-    def __mul__(self, other: "Box") -> "Box":
+    def __mul__(self, other: Box) -> Box:
         overlap = set(self.bounds) & set(other.bounds)
         if overlap:
             raise ValueError(f"Box product: coordinate names {sorted(overlap)} appear in both factors; rename one.")
@@ -118,7 +127,9 @@ class Box:
           ``(points, normals)``, both ``(count, d)``; normals are zero in the time column.
         """
         if not self.space:
-            raise ValueError("sample_boundary: the domain has no spatial coordinate, so no boundary; use sample_initial for t = t0.")
+            raise ValueError(
+                "sample_boundary: the domain has no spatial coordinate, so no boundary; use sample_initial for t = t0."
+            )
         faces = [(name, side) for name in self.space for side in (0, 1)]
         others = lambda name: [n for n in self.coords if n != name]
         measures = np.array([np.prod([np.subtract(*self.bounds[n][::-1]) for n in others(name)]) for name, _ in faces])
@@ -135,12 +146,17 @@ class Box:
     def sample_initial(self, count: int, method: str = "sobol", seed: int = 0) -> np.ndarray:
         """``count`` points at the first time (``t = t0``), spread over space: ``(count, d)``."""
         if self.time is None:
-            raise ValueError("sample_initial: the domain has no time coordinate; build it as space * TimeDomain(...) for an initial condition.")
+            raise ValueError(
+                "sample_initial: the domain has no time coordinate; build it as space * TimeDomain(...) for an "
+                "initial condition."
+            )
         points = self._scale(unit_samples(count, len(self.coords), method, seed), self.coords)
         points[:, self.coords.index(self.time)] = self.bounds[self.time][0]
         return points
 
-    def grid(self, counts: dict[str, int] | None = None, **arrays: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    def grid(
+        self, counts: dict[str, int] | None = None, **arrays: np.ndarray
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """A tensor-product grid: named 1-D arrays and the flattened points ``(prod, d)``.
 
         Args:
@@ -153,7 +169,11 @@ class Box:
         """
         axes = {}
         for name, (low, high) in self.bounds.items():
-            axes[name] = np.asarray(arrays[name], dtype=float) if name in arrays else np.linspace(low, high, (counts or {}).get(name, 64))
+            axes[name] = (
+                np.asarray(arrays[name], dtype=float)
+                if name in arrays
+                else np.linspace(low, high, (counts or {}).get(name, 64))
+            )
         mesh = np.meshgrid(*axes.values(), indexing="ij")
         return axes, np.stack([m.ravel() for m in mesh], axis=1)
 

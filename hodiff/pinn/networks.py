@@ -14,7 +14,7 @@ import numpy as np
 
 from hodiff.pinn.geometry import Box
 
-__all__ = ["mlp", "FourierFeatures", "PeriodicEmbedding", "is_mixed", "DTYPES"]
+__all__ = ["DTYPES", "FourierFeatures", "PeriodicEmbedding", "is_mixed", "mlp"]
 
 DTYPES = ("float32", "float64", "mixed_float16")
 
@@ -38,9 +38,13 @@ class FourierFeatures(keras.layers.Layer):
 
     def build(self, input_shape):
         matrix = np.random.default_rng(self.seed).normal(scale=self.scale, size=(input_shape[-1], self.features))
-        self.matrix = self.add_weight(shape=matrix.shape, initializer=keras.initializers.Constant(matrix), trainable=False, name="matrix")
+        self.matrix = self.add_weight(
+            shape=matrix.shape, initializer=keras.initializers.Constant(matrix), trainable=False, name="matrix"
+        )
         # [2 pi I, 2 pi I] copies each projection twice; the phase turns the first copy's sine into a cosine
-        self.duplicate = keras.ops.convert_to_tensor(2.0 * np.pi * np.hstack([np.eye(self.features)] * 2), dtype=self.compute_dtype)
+        self.duplicate = keras.ops.convert_to_tensor(
+            2.0 * np.pi * np.hstack([np.eye(self.features)] * 2), dtype=self.compute_dtype
+        )
         self.phase = keras.ops.convert_to_tensor(np.repeat([np.pi / 2, 0.0], self.features), dtype=self.compute_dtype)
 
     def call(self, x):
@@ -73,7 +77,12 @@ class PeriodicEmbedding(keras.layers.Layer):
         d = int(input_shape[-1])
         periodic = sorted(self.periods)
         size = d + len(periodic)
-        angles, cosines, sines, rest = np.zeros((d, len(periodic))), np.zeros((len(periodic), size)), np.zeros((len(periodic), size)), np.zeros((d, size))
+        angles, cosines, sines, rest = (
+            np.zeros((d, len(periodic))),
+            np.zeros((len(periodic), size)),
+            np.zeros((len(periodic), size)),
+            np.zeros((d, size)),
+        )
         out = 0
         for column in range(d):
             if column in self.periods:
@@ -84,12 +93,18 @@ class PeriodicEmbedding(keras.layers.Layer):
             else:
                 rest[column, out] = 1.0
                 out += 1
-        self.matrices = [keras.ops.convert_to_tensor(m, dtype=self.compute_dtype) for m in (angles, cosines, sines, rest)]
+        self.matrices = [
+            keras.ops.convert_to_tensor(m, dtype=self.compute_dtype) for m in (angles, cosines, sines, rest)
+        ]
 
     def call(self, x):
         angles, cosines, sines, rest = self.matrices
         phase = keras.ops.matmul(x, angles)
-        return keras.ops.matmul(keras.ops.cos(phase), cosines) + keras.ops.matmul(keras.ops.sin(phase), sines) + keras.ops.matmul(x, rest)
+        return (
+            keras.ops.matmul(keras.ops.cos(phase), cosines)
+            + keras.ops.matmul(keras.ops.sin(phase), sines)
+            + keras.ops.matmul(x, rest)
+        )
 
     def get_config(self):
         return {**super().get_config(), "periods": self.periods}
@@ -138,20 +153,31 @@ def mlp(
       ```
     """
     if dtype not in DTYPES:
-        raise ValueError(f"mlp: dtype={dtype!r} is not one of {DTYPES}; use 'float32' for speed, 'float64' for L-BFGS accuracy.")
+        raise ValueError(
+            f"mlp: dtype={dtype!r} is not one of {DTYPES}; use 'float32' for speed, 'float64' for L-BFGS accuracy."
+        )
     outer = "float32" if dtype == "mixed_float16" else dtype
     # Same seeds as keras.utils.set_random_seed(seed) followed by unseeded initialisers, without the global state.
     seeds = random.Random(seed)
     initializer = lambda: keras.initializers.GlorotNormal(seed=seeds.randint(1, int(1e9)))
     low, high = domain.low, domain.high
-    layers = [keras.Input((len(low),), dtype=outer), keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=outer)]
+    layers = [
+        keras.Input((len(low),), dtype=outer),
+        keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=outer),
+    ]
     if periodic:
         # the scaled coordinate spans 2 over the domain's length: rescale the period alike
-        scaled = {domain.coords.index(name): 2.0 * period / (domain.bounds[name][1] - domain.bounds[name][0]) for name, period in periodic.items()}
+        scaled = {
+            domain.coords.index(name): 2.0 * period / (domain.bounds[name][1] - domain.bounds[name][0])
+            for name, period in periodic.items()
+        }
         layers.append(PeriodicEmbedding(scaled, dtype=outer))
     if fourier_features:
         layers.append(FourierFeatures(fourier_features, fourier_scale, seed, dtype=outer))
-    layers += [keras.layers.Dense(width, activation=activation, kernel_initializer=initializer(), dtype=dtype) for _ in range(depth)]
+    layers += [
+        keras.layers.Dense(width, activation=activation, kernel_initializer=initializer(), dtype=dtype)
+        for _ in range(depth)
+    ]
     layers.append(keras.layers.Dense(outputs, kernel_initializer=initializer(), dtype=outer))
     return keras.Sequential(layers)
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -32,7 +33,7 @@ from hodiff.operators import partials
 from hodiff.pinn.conditions import Condition, named_columns
 from hodiff.pinn.geometry import Box
 
-__all__ = ["Problem", "CausalWeights"]
+__all__ = ["CausalWeights", "Problem"]
 
 Residual = Callable[[dict, dict, dict], Any]
 
@@ -59,18 +60,30 @@ class CausalWeights:
     bins: int = 32
 
     def __post_init__(self):
-        if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon < 0:
-            raise ValueError(f"CausalWeights: epsilon must be a finite number >= 0, got {self.epsilon!r}; pass causal=None to turn causal weighting off.")
+        if (
+            isinstance(self.epsilon, bool)
+            or not isinstance(self.epsilon, (int, float))
+            or not math.isfinite(self.epsilon)
+            or self.epsilon < 0
+        ):
+            raise ValueError(
+                f"CausalWeights: epsilon must be a finite number >= 0, got {self.epsilon!r}; pass causal=None "
+                f"to turn causal weighting off."
+            )
         if isinstance(self.bins, bool) or not isinstance(self.bins, int) or self.bins < 1:
             raise ValueError(f"CausalWeights: bins must be an int >= 1, got {self.bins!r}.")
 
     def weighted_mean(self, squares: tf.Tensor, points: tf.Tensor, domain: Box) -> tf.Tensor:
         """The causally weighted mean of per-point ``squares`` ``(N,)`` at ``points`` ``(N, d)``."""
+        if domain.time is None:
+            raise ValueError("CausalWeights: the domain has no time coordinate to order the residuals by.")
         start, end = domain.bounds[domain.time]
         t = points[:, domain.coords.index(domain.time)]
         index = tf.clip_by_value(tf.cast((t - start) / (end - start) * self.bins, tf.int32), 0, self.bins - 1)
         per_bin = tf.math.unsorted_segment_mean(squares, index, self.bins)
-        weights = tf.stop_gradient(tf.exp(-_validate.constant(self.epsilon, squares.dtype) * tf.cumsum(per_bin, exclusive=True)))
+        weights = tf.stop_gradient(
+            tf.exp(-_validate.constant(self.epsilon, squares.dtype) * tf.cumsum(per_bin, exclusive=True))
+        )
         return tf.reduce_mean(weights * per_bin)
 
 
@@ -118,26 +131,46 @@ class Problem:
         self.output_transform = output_transform
         self.needs = {name: self._parse_need(name) for name in needs}
         if isinstance(residual_names, str) or not residual_names or len(set(residual_names)) != len(residual_names):
-            raise ValueError(f"Problem: residual_names must be a tuple of distinct names, one per equation, got {residual_names!r}.")
+            raise ValueError(
+                f"Problem: residual_names must be a tuple of distinct names, one per equation, got {residual_names!r}."
+            )
         self.residual_names = tuple(residual_names)
         for condition in self.conditions:
             if not isinstance(condition, Condition):
-                raise TypeError(f"Problem: conditions must be hodiff.pinn.conditions objects (Dirichlet, Initial, ...), got {type(condition).__name__}.")
+                raise TypeError(
+                    "Problem: conditions must be hodiff.pinn.conditions objects (Dirichlet, Initial, ...), got "
+                    f"{type(condition).__name__}."
+                )
             if condition.field not in self.fields:
-                raise ValueError(f"Problem: condition {condition.name!r} is on field {condition.field!r}, which is not one of fields {self.fields}.")
+                raise ValueError(
+                    f"Problem: condition {condition.name!r} is on field {condition.field!r}, which is not one "
+                    f"of fields {self.fields}."
+                )
             condition.validate(domain)
         names = [c.name for c in self.conditions]
         if len(set(names)) != len(names) or set(names) & set(self.residual_names):
-            raise ValueError(f"Problem: loss term names must be unique, got residuals {self.residual_names} and conditions {names}; "
-                             "pass name=... to a condition (or residual_names=...) to tell them apart.")
+            raise ValueError(
+                f"Problem: loss term names must be unique, got residuals {self.residual_names} and conditions {names}; "
+                "pass name=... to a condition (or residual_names=...) to tell them apart."
+            )
         self.term_names: tuple[str, ...] = self.residual_names + tuple(names)
         self.weights = dict(weights or {})
         unknown = set(self.weights) - set(self.term_names)
         if unknown:
-            raise ValueError(f"Problem: weights given for {sorted(unknown)}, which are not loss terms; the terms are {self.term_names}.")
+            raise ValueError(
+                f"Problem: weights given for {sorted(unknown)}, which are not loss terms; the terms are "
+                f"{self.term_names}."
+            )
         for name, weight in self.weights.items():
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
-                raise ValueError(f"Problem: weights[{name!r}] = {weight!r}; a loss weight must be a finite number >= 0.")
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, (int, float))
+                or not math.isfinite(weight)
+                or weight < 0
+            ):
+                raise ValueError(
+                    f"Problem: weights[{name!r}] = {weight!r}; a loss weight must be a finite number >= 0."
+                )
         if causal is not None:
             if not isinstance(causal, CausalWeights):
                 raise TypeError(f"Problem: causal must be a CausalWeights or None, got {type(causal).__name__}.")
@@ -148,20 +181,38 @@ class Problem:
     def _parse_need(self, name: str) -> tuple[str, str]:
         field, _, partial = name.partition("_")
         if field not in self.fields:
-            raise ValueError(f"Problem: needs entry {name!r} starts with {field!r}, which is not one of fields {self.fields}; write needs as 'u', 'u_t', 'u_xx'.")
+            raise ValueError(
+                f"Problem: needs entry {name!r} starts with {field!r}, which is not one of fields "
+                f"{self.fields}; write needs as 'u', 'u_t', 'u_xx'."
+            )
         for letter in partial:
             if letter not in self.domain.coords:
-                raise ValueError(f"Problem: needs entry {name!r} differentiates by {letter!r}, which is not a coordinate of the domain {self.domain.coords}.")
+                raise ValueError(
+                    f"Problem: needs entry {name!r} differentiates by {letter!r}, which is not a coordinate of "
+                    f"the domain {self.domain.coords}."
+                )
         return field, partial
 
-    def replace(self, **changes: Any) -> "Problem":
+    def replace(self, **changes: Any) -> Problem:
         """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``)."""
         unknown = set(changes) - {"causal", "weights", "output_transform"}
         if unknown:
-            raise ValueError(f"Problem.replace: can change causal, weights and output_transform, not {sorted(unknown)}; build a new Problem.")
-        arguments = {"domain": self.domain, "residual": self.residual, "needs": tuple(self.needs), "conditions": self.conditions,
-                     "fields": self.fields, "parameters": self.parameters, "weights": self.weights, "output_transform": self.output_transform,
-                     "residual_names": self.residual_names, "causal": self.causal}
+            raise ValueError(
+                f"Problem.replace: can change causal, weights and output_transform, not {sorted(unknown)}; "
+                f"build a new Problem."
+            )
+        arguments = {
+            "domain": self.domain,
+            "residual": self.residual,
+            "needs": tuple(self.needs),
+            "conditions": self.conditions,
+            "fields": self.fields,
+            "parameters": self.parameters,
+            "weights": self.weights,
+            "output_transform": self.output_transform,
+            "residual_names": self.residual_names,
+            "causal": self.causal,
+        }
         return Problem(**{**arguments, **changes})
 
     def solution(self, model: Callable[[tf.Tensor], tf.Tensor]) -> Callable[[tf.Tensor], tf.Tensor]:
@@ -191,7 +242,8 @@ class Problem:
         for field_index, field in enumerate(self.fields):
             wanted = {name: partial for name, (f, partial) in self.needs.items() if f == field}
             if wanted:
-                computed = partials(lambda x, k=field_index: solution(x)[:, k], x, self.domain.coords, tuple(set(wanted.values())))
+                column = lambda x, k=field_index: solution(x)[:, k]
+                computed = partials(column, x, self.domain.coords, tuple(set(wanted.values())))
                 values.update({name: computed[partial] for name, partial in wanted.items()})
         result = self.residual(values, named_columns(x, self.domain.coords), parameters)
         residuals = self._as_list(result)
@@ -213,23 +265,33 @@ class Problem:
         count = len(self.residual_names)
         if isinstance(result, dict):
             if set(result) != set(self.residual_names):
-                raise ValueError(f"Problem: the residual function returned a dict with keys {sorted(result)}; pass "
-                                 f"residual_names={tuple(sorted(result))} (now {self.residual_names}) so the loss terms are known up front.")
+                raise ValueError(
+                    f"Problem: the residual function returned a dict with keys {sorted(result)}; pass "
+                    f"residual_names={tuple(sorted(result))} (now {self.residual_names}) so the loss terms are "
+                    f"known up front."
+                )
             return [result[name] for name in self.residual_names]
         residuals = list(result) if isinstance(result, (tuple, list)) else [result]
         if len(residuals) != count:
-            raise ValueError(f"Problem: the residual function returned {len(residuals)} residuals but residual_names has {count} "
-                             f"({self.residual_names}); name one loss term per equation: residual_names=(\"momentum\", \"continuity\", ...).")
+            raise ValueError(
+                f"Problem: the residual function returned {len(residuals)} residuals but residual_names has {count} "
+                f"({self.residual_names}); name one loss term per equation: "
+                'residual_names=("momentum", "continuity", ...).'
+            )
         return residuals
 
     def condition_residual(self, condition: Condition, solution: Callable, arrays: dict[str, tf.Tensor]) -> tf.Tensor:
         """The residual ``(N,)`` of one condition at its sampled ``arrays``."""
         residual = condition.residual(solution, self.fields.index(condition.field), arrays, self.domain.coords)
         if residual.shape.rank != 1:
-            raise ValueError(f"Problem: condition {condition.name!r} gave residuals of shape {tuple(residual.shape)}; expected (N,).")
+            raise ValueError(
+                f"Problem: condition {condition.name!r} gave residuals of shape {tuple(residual.shape)}; expected (N,)."
+            )
         return residual
 
-    def loss_terms(self, solution: Callable, points: dict[str, Any], parameters: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    def loss_terms(
+        self, solution: Callable, points: dict[str, Any], parameters: dict[str, tf.Tensor]
+    ) -> dict[str, tf.Tensor]:
         """The mean squared residual of every term, keyed by :attr:`term_names`.
 
         Args:

@@ -37,11 +37,12 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import tensorflow as tf
 
-__all__ = ["RunLog", "atomic_write", "write_json", "write_csv", "read_history"]
+__all__ = ["RunLog", "atomic_write", "read_history", "write_csv", "write_json"]
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +127,10 @@ def read_history(path: str | os.PathLike) -> list[dict[str, Any]]:
         try:
             if len(values) != len(header):
                 raise ValueError(f"{len(values)} fields, expected {len(header)}")
-            row = {key: value if key == "phase" else int(value) if key == "step" else float(value) for key, value in zip(header, values)}
+            row = {
+                key: value if key == "phase" else int(value) if key == "step" else float(value)
+                for key, value in zip(header, values)
+            }
         except ValueError as error:
             logger.warning("%s: line %d is truncated or garbled (%s); dropped.", path, line, error)
             continue
@@ -162,12 +166,25 @@ class RunLog:
       restored: the checkpoint path resumed from, or ``None``.
     """
 
-    def __init__(self, directory: str, objects: dict[str, Any], settings: dict[str, Any] | None = None, resume: bool = False,
-                 overwrite: bool = False, max_to_keep: int = 2, tensorboard: bool = False):
+    def __init__(
+        self,
+        directory: str,
+        objects: dict[str, Any],
+        settings: dict[str, Any] | None = None,
+        resume: bool = False,
+        overwrite: bool = False,
+        max_to_keep: int = 2,
+        tensorboard: bool = False,
+    ):
         if resume and overwrite:
-            raise ValueError("RunLog: resume=True and overwrite=True contradict each other; pass one (--resume or --overwrite).")
+            raise ValueError(
+                "RunLog: resume=True and overwrite=True contradict each other; pass one (--resume or --overwrite)."
+            )
         if not isinstance(max_to_keep, int) or max_to_keep < 2:
-            raise ValueError(f"RunLog: max_to_keep must be an int >= 2 (a corrupt latest checkpoint needs a predecessor), got {max_to_keep!r}.")
+            raise ValueError(
+                "RunLog: max_to_keep must be an int >= 2 (a corrupt latest checkpoint needs a predecessor), "
+                f"got {max_to_keep!r}."
+            )
         self.directory = os.fspath(directory)
         self.settings = _jsonable(settings or {})
         self.history: list[dict[str, Any]] = []
@@ -181,12 +198,17 @@ class RunLog:
         if held and not resume:
             if not overwrite:
                 raise FileExistsError(
-                    f"{self.directory} already holds a run ({', '.join(held)}); pass resume=True (--resume) to continue it "
-                    f"or overwrite=True (--overwrite) to replace it.")
+                    f"{self.directory} already holds a run ({', '.join(held)}); pass resume=True (--resume) to "
+                    f"continue it "
+                    f"or overwrite=True (--overwrite) to replace it."
+                )
             self._remove_run()
         if resume:
             if not held:
-                raise FileNotFoundError(f"resume: {self.directory} holds no run to resume (no {CHECKPOINTS}/, {HISTORY} or {RUN_INFO}); run without resume first.")
+                raise FileNotFoundError(
+                    f"resume: {self.directory} holds no run to resume (no {CHECKPOINTS}/, {HISTORY} or "
+                    f"{RUN_INFO}); run without resume first."
+                )
             self._restore()
         os.makedirs(self._checkpoints, exist_ok=True)
         self._manager = tf.train.CheckpointManager(self.checkpoint, self._checkpoints, max_to_keep=max_to_keep)
@@ -222,27 +244,44 @@ class RunLog:
     def _restore(self) -> None:
         candidates = self._checkpoint_files()
         if not candidates:
-            logger.warning("resume: %s has no checkpoint yet (the run was stopped before its first); starting from the beginning.", self.directory)
+            logger.warning(
+                "resume: %s has no checkpoint yet (the run was stopped before its first); starting from the beginning.",
+                self.directory,
+            )
             self._remove_run()
             return
         index = tf.train.get_checkpoint_state(self._checkpoints)
         if index is None or os.path.basename(index.model_checkpoint_path) != os.path.basename(candidates[0][1]):
-            logger.warning("resume: the checkpoint index in %s is missing, unreadable or stale; recovering from the checkpoint files %s.",
-                           self._checkpoints, [os.path.basename(p) for _, p in candidates])
+            logger.warning(
+                "resume: the checkpoint index in %s is missing, unreadable or stale; recovering from the "
+                "checkpoint files %s.",
+                self._checkpoints,
+                [os.path.basename(p) for _, p in candidates],
+            )
         failures = []
         for position, (_, prefix) in enumerate(candidates):
             try:
                 state = json.loads(tf.train.load_checkpoint(prefix).get_tensor("run_state/.ATTRIBUTES/VARIABLE_VALUE"))
             except Exception as error:  # noqa: BLE001 - any unreadable file means: try the previous checkpoint
                 failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
-                logger.warning("resume: checkpoint %s is unreadable (%s: %s); trying the previous one.", prefix, type(error).__name__, error)
+                logger.warning(
+                    "resume: checkpoint %s is unreadable (%s: %s); trying the previous one.",
+                    prefix,
+                    type(error).__name__,
+                    error,
+                )
                 continue
             self._check_settings(state.get("settings", {}))
             try:
                 self.checkpoint.restore(prefix).assert_existing_objects_matched()
             except Exception as error:  # noqa: BLE001 - corrupt or truncated: TF raises IndexError, DataLossError, ...
                 failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
-                logger.warning("resume: checkpoint %s is corrupt or truncated (%s: %s); trying the previous one.", prefix, type(error).__name__, error)
+                logger.warning(
+                    "resume: checkpoint %s is corrupt or truncated (%s: %s); trying the previous one.",
+                    prefix,
+                    type(error).__name__,
+                    error,
+                )
                 continue
             self.restored = prefix
             self.history = state.pop("history")
@@ -251,7 +290,10 @@ class RunLog:
             self.state = state
             # Older, readable checkpoints stay listed; the corrupt newer ones are left out and get overwritten.
             kept = [os.path.basename(p) for _, p in candidates[position:]][::-1]
-            index_text = "".join([f'model_checkpoint_path: "{kept[-1]}"\n'] + [f'all_model_checkpoint_paths: "{name}"\n' for name in kept])
+            index_text = "".join(
+                [f'model_checkpoint_path: "{kept[-1]}"\n']
+                + [f'all_model_checkpoint_paths: "{name}"\n' for name in kept]
+            )
             with atomic_write(os.path.join(self._checkpoints, "checkpoint")) as temporary, open(temporary, "w") as file:
                 file.write(index_text)
             info_path = os.path.join(self.directory, RUN_INFO)
@@ -260,18 +302,31 @@ class RunLog:
                     with open(info_path) as file:
                         self.run_info = json.load(file)
                 except ValueError as error:
-                    logger.warning("resume: %s is unreadable (%s); using the run info stored with the checkpoint.", info_path, error)
+                    logger.warning(
+                        "resume: %s is unreadable (%s); using the run info stored with the checkpoint.",
+                        info_path,
+                        error,
+                    )
             logger.info("resumed from %s", prefix)
             return
-        raise RuntimeError(f"resume: no checkpoint in {self._checkpoints} could be read: {'; '.join(failures)}. "
-                           "Remove the directory or pass overwrite=True (--overwrite) to start again.")
+        raise RuntimeError(
+            f"resume: no checkpoint in {self._checkpoints} could be read: {'; '.join(failures)}. "
+            "Remove the directory or pass overwrite=True (--overwrite) to start again."
+        )
 
     def _check_settings(self, stored: dict[str, Any]) -> None:
-        differing = [f"{key}: {stored.get(key, '(not set)')!r} in the run, {self.settings.get(key, '(not set)')!r} now"
-                     for key in sorted(set(stored) | set(self.settings)) if stored.get(key) != self.settings.get(key)]
+        differing = [
+            f"{key}: {stored.get(key, '(not set)')!r} in the run, {self.settings.get(key, '(not set)')!r} now"
+            for key in sorted(set(stored) | set(self.settings))
+            if stored.get(key) != self.settings.get(key)
+        ]
         if differing:
-            raise ValueError(f"resume: the settings differ from the run's in {self.directory}: " + "; ".join(differing)
-                             + ". Resume with the run's settings, or start a new run (overwrite=True, --overwrite, or another directory).")
+            raise ValueError(
+                f"resume: the settings differ from the run's in {self.directory}: "
+                + "; ".join(differing)
+                + ". Resume with the run's settings, or start a new run (overwrite=True, --overwrite, or "
+                "another directory)."
+            )
 
     # ----------------------------------------------------------------------------- logging
     def append(self, row: dict[str, Any]) -> None:
@@ -286,7 +341,12 @@ class RunLog:
 
     def save(self, number: int, **state: Any) -> str:
         """Saves a checkpoint numbered ``number`` with ``state`` (JSON-serialisable) and the run info."""
-        payload = {**_jsonable(state), "settings": self.settings, "history": self.history, "run_info": _jsonable(self.run_info)}
+        payload = {
+            **_jsonable(state),
+            "settings": self.settings,
+            "history": self.history,
+            "run_info": _jsonable(self.run_info),
+        }
         self._state.assign(json.dumps(payload))
         path = self._manager.save(checkpoint_number=number)
         self.save_run_info()

@@ -44,7 +44,7 @@ from hodiff.pinn.problem import CausalWeights, Problem
 from hodiff.pinn.runlog import RunLog
 from hodiff.step import TrainStep
 
-__all__ = ["Trainer", "AdaptiveWeights", "Resampling", "AdamResult"]
+__all__ = ["AdamResult", "AdaptiveWeights", "Resampling", "Trainer"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,10 @@ _LBFGS_FIELDS = ("fun", "nit", "nfev", "njev", "status", "success", "message")
 
 def _check_every(value: int, steps_per_call: int, name: str) -> None:
     if not isinstance(value, int) or value < 1 or value % steps_per_call:
-        raise ValueError(f"Trainer: {name}={value!r} must be a positive multiple of steps_per_call={steps_per_call} (events happen between compiled calls).")
+        raise ValueError(
+            f"Trainer: {name}={value!r} must be a positive multiple of steps_per_call={steps_per_call} (events "
+            f"happen between compiled calls)."
+        )
 
 
 class Trainer:
@@ -154,7 +157,8 @@ class Trainer:
       domain = pinn.Interval("x", -1.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
       heat = pinn.Problem(domain, needs=("u_t", "u_xx"), residual=lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"],
                           conditions=[pinn.Initial(lambda x: tf.sin(np.pi * x["x"]), count=32)])
-      trainer = pinn.Trainer(heat, pinn.mlp(domain, width=8, depth=2), interior=64, steps_per_call=10, log_every=10, progress=False)
+      model = pinn.mlp(domain, width=8, depth=2)
+      trainer = pinn.Trainer(heat, model, interior=64, steps_per_call=10, log_every=10, progress=False)
       adam = trainer.adam(20)
       assert adam.steps == 20 and adam.final_loss == trainer.history[-1]["loss"]
       ```
@@ -190,12 +194,16 @@ class Trainer:
             _check_number("Trainer", "learning_rate", learning_rate, 0)
         if causal is not None:
             if problem.causal is not None and problem.causal != causal:
-                raise ValueError(f"Trainer: causal={causal} differs from the problem's causal={problem.causal}; set it in one place.")
+                raise ValueError(
+                    f"Trainer: causal={causal} differs from the problem's causal={problem.causal}; set it in one place."
+                )
             problem = problem.replace(causal=causal)
         if (resume or overwrite or tensorboard) and output_dir is None:
             raise ValueError("Trainer: resume, overwrite and tensorboard need output_dir, where the run's files are.")
         if not model.built or not model.weights:
-            raise ValueError("Trainer: the model has no weights yet; give it a keras.Input(shape=(d,)) or call it once.")
+            raise ValueError(
+                "Trainer: the model has no weights yet; give it a keras.Input(shape=(d,)) or call it once."
+            )
         self.problem, self.model, self.seed, self.sampling = problem, model, seed, sampling
         self.log_every, self.checkpoint_every, self.progress = log_every, checkpoint_every, progress
         self.adaptive_weights, self.resampling, self.output_dir = adaptive_weights, resampling, output_dir
@@ -207,49 +215,91 @@ class Trainer:
         self.parameters = {name: variable(value, name) for name, value in problem.parameters.items()}
         sampled = problem.sample_points(interior, sampling, seed)
         self.interior = variable(sampled["interior"], "interior")
-        self.condition_arrays = [{key: variable(array, f"{c.name}_{key}") for key, array in sampled[c.name].items()} for c in problem.conditions]
-        self.points = {"interior": self.interior, **{c.name: arrays for c, arrays in zip(problem.conditions, self.condition_arrays)}}
+        self.condition_arrays = [
+            {key: variable(array, f"{c.name}_{key}") for key, array in sampled[c.name].items()}
+            for c in problem.conditions
+        ]
+        self.points = {
+            "interior": self.interior,
+            **{c.name: arrays for c, arrays in zip(problem.conditions, self.condition_arrays)},
+        }
         # one eager evaluation on a few points: shape errors surface here, not inside XLA
         problem.loss_terms(self.solution, tf.nest.map_structure(lambda v: v[:4], self.points), self.parameters)
-        self.weights = {name: tf.Variable(tf.constant(problem.weights.get(name, 1.0), self.dtype), trainable=False, name=f"weight_{name}") for name in problem.term_names}
+        self.weights = {
+            name: tf.Variable(
+                tf.constant(problem.weights.get(name, 1.0), self.dtype), trainable=False, name=f"weight_{name}"
+            )
+            for name in problem.term_names
+        }
         self.variables = list(model.trainable_variables) + list(self.parameters.values())
         adam = keras.optimizers.Adam(learning_rate)
         self.optimizer = keras.optimizers.LossScaleOptimizer(adam) if self.mixed else adam
-        self.step = TrainStep(self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False)
+        self.step = TrainStep(
+            self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False
+        )
         self.adam_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="adam_steps")
         # The guard's terms run without XLA: a compiled loss can drop a NaN term that the graph keeps.
-        self._terms = tf.function(lambda: problem.loss_terms(self.solution, self.points, self.parameters))
+        self._terms = tf.function(self._loss_terms)
         self._weight_targets = tf.function(self._annealing_targets, jit_compile=True)
         self._residual_scores = tf.function(self._resampling_scores, jit_compile=True)
         self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True)
-        self._finite = tf.function(lambda: [tf.reduce_all(tf.math.is_finite(v)) for v in self.variables])
+        self._finite = tf.function(self._finite_flags)
 
         self.settings = {**self._own_settings(interior, learning_rate, steps_per_call), **(settings or {})}
         self._history: list[dict[str, Any]] = []
-        self._elapsed, self._clock, self._saved_at = 0.0, None, None
+        self._elapsed: float = 0.0
+        self._clock: float | None = None
+        self._saved_at: int | None = None
         self._lbfgs: dict[str, Any] | None = None
         self._memory_run_info: dict[str, Any] = {}
         self.run_log = None
         if output_dir is not None:
-            objects = dict(model=model, optimizer=self.optimizer, parameters=self.parameters, weights=self.weights,
-                           interior=self.interior, conditions=self.condition_arrays, adam_steps=self.adam_steps)
-            self.run_log = RunLog(output_dir, objects, self.settings, resume=resume, overwrite=overwrite, tensorboard=tensorboard)
+            objects = {
+                "model": model,
+                "optimizer": self.optimizer,
+                "parameters": self.parameters,
+                "weights": self.weights,
+                "interior": self.interior,
+                "conditions": self.condition_arrays,
+                "adam_steps": self.adam_steps,
+            }
+            self.run_log = RunLog(
+                output_dir, objects, self.settings, resume=resume, overwrite=overwrite, tensorboard=tensorboard
+            )
             if self.run_log.restored:
                 self._elapsed = float(self.run_log.state.get("elapsed_seconds", 0.0))
                 self._lbfgs = self.run_log.state.get("lbfgs")
-                self._saved_at = int(self.adam_steps.numpy()) + (self._lbfgs["nit"] if self._lbfgs else 0)
-                logger.info("resumed from %s at Adam step %d%s", self.run_log.restored, int(self.adam_steps.numpy()),
-                            ", L-BFGS done" if self._lbfgs else "")
+                self._saved_at = self._position()
+                logger.info(
+                    "resumed from %s at Adam step %d%s",
+                    self.run_log.restored,
+                    int(self.adam_steps.numpy()),
+                    ", L-BFGS done" if self._lbfgs else "",
+                )
 
     def _own_settings(self, interior: int, learning_rate: Any, steps_per_call: int) -> dict[str, Any]:
         if not isinstance(learning_rate, (int, float)):
-            learning_rate = {"schedule": type(learning_rate).__name__, **keras.optimizers.schedules.serialize(learning_rate).get("config", {})}
+            learning_rate = {
+                "schedule": type(learning_rate).__name__,
+                **keras.optimizers.schedules.serialize(learning_rate).get("config", {}),
+            }
         option = lambda value: dataclasses.asdict(value) if value is not None else None
-        return {"interior": interior, "sampling": self.sampling, "seed": self.seed, "learning_rate": learning_rate,
-                "steps_per_call": steps_per_call, "log_every": self.log_every, "dtype": "mixed_float16" if self.mixed else self.dtype.name,
-                "adaptive_weights": option(self.adaptive_weights), "resampling": option(self.resampling), "causal": option(self.problem.causal),
-                "terms": list(self.problem.term_names), "loss_weights": self.problem.weights, "parameters": self.problem.parameters,
-                "network_weights": int(sum(np.prod(v.shape) for v in self.model.weights))}
+        return {
+            "interior": interior,
+            "sampling": self.sampling,
+            "seed": self.seed,
+            "learning_rate": learning_rate,
+            "steps_per_call": steps_per_call,
+            "log_every": self.log_every,
+            "dtype": "mixed_float16" if self.mixed else self.dtype.name,
+            "adaptive_weights": option(self.adaptive_weights),
+            "resampling": option(self.resampling),
+            "causal": option(self.problem.causal),
+            "terms": list(self.problem.term_names),
+            "loss_weights": self.problem.weights,
+            "parameters": self.problem.parameters,
+            "network_weights": int(sum(np.prod(v.shape) for v in self.model.weights)),
+        }
 
     # ----------------------------------------------------------------------------- state
     @property
@@ -283,8 +333,14 @@ class Trainer:
     def _weighted(self, terms: dict[str, float]) -> float:
         return sum(float(self.weights[name].numpy()) * value for name, value in terms.items())
 
+    def _loss_terms(self) -> dict[str, tf.Tensor]:
+        return self.problem.loss_terms(self.solution, self.points, self.parameters)
+
+    def _finite_flags(self) -> list[tf.Tensor]:
+        return [tf.reduce_all(tf.math.is_finite(v)) for v in self.variables]
+
     def _total_loss(self) -> tf.Tensor:
-        terms = self.problem.loss_terms(self.solution, self.points, self.parameters)
+        terms = self._loss_terms()
         return tf.add_n([tf.cast(self.weights[name], value.dtype) * value for name, value in terms.items()])
 
     def _guard(self, loss: float, where: str, terms: dict[str, float]) -> None:
@@ -294,12 +350,20 @@ class Trainer:
         if math.isfinite(loss) and not bad_terms and not bad_variables:
             return
         raise FloatingPointError(
-            f"Trainer: at {where} the loss is {loss}; non-finite loss terms: {bad_terms or 'none'}; non-finite weights: "
-            f"{bad_variables or 'none'}. Lower the learning rate, or check the residual, the conditions' values and the loss weights.")
+            f"Trainer: at {where} the loss is {loss}; non-finite loss terms: {bad_terms or 'none'}; non-finite "
+            f"weights: "
+            f"{bad_variables or 'none'}. Lower the learning rate, or check the residual, the conditions' values "
+            f"and the loss weights."
+        )
 
-    def _save(self, number: int) -> None:
+    def _position(self) -> int:
+        """Adam steps plus L-BFGS iterations so far: checkpoint numbers grow with the run."""
+        return int(self.adam_steps.numpy()) + (self._lbfgs["nit"] if self._lbfgs else 0)
+
+    def _save(self) -> None:
         if self.run_log is None:
             return
+        number = self._position()
         self._tick()
         self.run_log.save(number, elapsed_seconds=self._elapsed, lbfgs=self._lbfgs)
         self._saved_at = number
@@ -326,40 +390,41 @@ class Trainer:
                 # Resampling happens before a chunk, after the checkpoint of the chunk before, so a
                 # run resumed from that checkpoint resamples exactly as the uninterrupted one.
                 if self.resampling and done and done % self.resampling.every == 0:
-                    self._resample(done)
+                    self._resample(done, self.resampling)
                 outputs = self.step()
                 done += chunk
                 self.adam_steps.assign(done)
                 terms = self._term_values()
                 self._guard(float(outputs["loss"]), f"Adam step {done}", terms)
                 if self.adaptive_weights and done % self.adaptive_weights.every == 0:
-                    self._update_weights()
+                    self._update_weights(self.adaptive_weights.alpha)
                 if done % self.log_every == 0:
                     row = self._log("adam", done, terms)
                     bar.set_postfix(loss=f"{row['loss']:.3e}")
                 bar.update(chunk)
                 if done % self.checkpoint_every == 0:
-                    self._save(done)
-            if self._saved_at != done:
-                self._save(done)
+                    self._save()
+            if self._saved_at != self._position():
+                self._save()
         finally:
             bar.close()
             self._tick()
             self._clock = None
         return AdamResult(done, done - start, self.final_loss, f"reached {steps} steps")
 
-    def _update_weights(self) -> None:
+    def _update_weights(self, alpha: float) -> None:
         targets = self._weight_targets()
-        alpha = self.adaptive_weights.alpha
         for name, target in targets.items():
             self.weights[name].assign((1.0 - alpha) * self.weights[name] + alpha * tf.cast(target, self.dtype))
 
     def _annealing_targets(self) -> dict[str, tf.Tensor]:
         with tf.GradientTape(persistent=True) as tape:
-            terms = self.problem.loss_terms(self.solution, self.points, self.parameters)
+            terms = self._loss_terms()
         weights = self.model.trainable_variables
         flat = lambda grads: tf.concat([tf.reshape(tf.abs(g), [-1]) for g in grads if g is not None], 0)
-        residual_max = tf.reduce_max(flat(tape.gradient(tf.add_n([terms[n] for n in self.problem.residual_names]), weights)))
+        residual_max = tf.reduce_max(
+            flat(tape.gradient(tf.add_n([terms[n] for n in self.problem.residual_names]), weights))
+        )
         targets = {}
         for condition in self.problem.conditions:
             mean = tf.reduce_mean(flat(tape.gradient(terms[condition.name], weights)))
@@ -369,19 +434,30 @@ class Trainer:
 
     def _resampling_scores(self, x: tf.Tensor) -> tf.Tensor:
         residuals = self.problem.pde_residuals(self.solution, x, self.parameters)
-        return tf.add_n([tf.abs(r) ** self.resampling.k for r in residuals])
+        k = self.resampling.k if self.resampling else 1.0
+        return tf.add_n([tf.abs(r) ** k for r in residuals])
 
-    def _resample(self, step: int) -> None:
-        config = self.resampling
+    def _resample(self, step: int, config: Resampling) -> None:
         candidates = self.problem.domain.sample_interior(config.candidates, "random", self.seed * 1_000_003 + step)
-        score = np.concatenate([self._residual_scores(tf.constant(part, self.dtype)).numpy() for part in np.array_split(candidates, max(1, config.candidates // 20_000))])
+        score = np.concatenate(
+            [
+                self._residual_scores(tf.constant(part, self.dtype)).numpy()
+                for part in np.array_split(candidates, max(1, config.candidates // 20_000))
+            ]
+        )
         density = score / score.mean() + config.c
         rng = np.random.default_rng([self.seed, step])
         chosen = rng.choice(len(candidates), size=int(self.interior.shape[0]), replace=False, p=density / density.sum())
         self.interior.assign(candidates[chosen])
 
     # ----------------------------------------------------------------------------- L-BFGS
-    def lbfgs(self, max_iterations: int, gtol: float = 1e-10, ftol: float = float(np.finfo(float).eps), max_corrections: int = 50) -> scipy.optimize.OptimizeResult:
+    def lbfgs(
+        self,
+        max_iterations: int,
+        gtol: float = 1e-10,
+        ftol: float = float(np.finfo(float).eps),
+        max_corrections: int = 50,
+    ) -> scipy.optimize.OptimizeResult:
         """Runs L-BFGS-B (:func:`hodiff.lbfgs.minimize_lbfgs`) on the weights; returns scipy's result.
 
         The defaults stop only on ``max_iterations``, a tiny gradient or a line-search failure
@@ -401,7 +477,7 @@ class Trainer:
         self._guard(self._weighted(terms), "the start of L-BFGS", terms)
         base = int(self.adam_steps.numpy())
         if self._saved_at != base:
-            self._save(base)
+            self._save()
         iterations, logged = [0], [None]
 
         def callback(intermediate_result):
@@ -413,18 +489,38 @@ class Trainer:
         loss_scale = float(self.optimizer.dynamic_scale.numpy()) if self.mixed else 1.0
         self._clock = time.perf_counter()
         try:
-            result = minimize_lbfgs(self._total_loss, self.variables, max_iterations, gtol=gtol, ftol=ftol, max_corrections=max_corrections,
-                                    callback=callback, loss_scale=loss_scale, progress=self.progress)
+            result = minimize_lbfgs(
+                self._total_loss,
+                self.variables,
+                max_iterations,
+                gtol=gtol,
+                ftol=ftol,
+                max_corrections=max_corrections,
+                callback=callback,
+                loss_scale=loss_scale,
+                progress=self.progress,
+            )
             terms = self._term_values()
             self._guard(float(result.fun), f"the end of L-BFGS ({result.message})", terms)
             if result.nit == 0:
-                logger.warning("L-BFGS stopped without taking an iteration (%s); it does not count as done.", result.message)
+                logger.warning(
+                    "L-BFGS stopped without taking an iteration (%s); it does not count as done.", result.message
+                )
                 return result
             if logged[0] != base + result.nit:
                 self._log("lbfgs", base + result.nit, terms)
-            self._lbfgs = {key: (str(result[key]) if key == "message" else result[key].item() if hasattr(result[key], "item") else result[key])
-                           for key in _LBFGS_FIELDS if key in result}
-            self._save(base + result.nit)
+            self._lbfgs = {
+                key: (
+                    str(result[key])
+                    if key == "message"
+                    else result[key].item()
+                    if hasattr(result[key], "item")
+                    else result[key]
+                )
+                for key in _LBFGS_FIELDS
+                if key in result
+            }
+            self._save()
         finally:
             self._tick()
             self._clock = None
@@ -433,9 +529,15 @@ class Trainer:
     # ----------------------------------------------------------------------------- logs
     def _log(self, phase: str, step: int, terms: dict[str, float] | None = None) -> dict[str, Any]:
         terms = terms if terms is not None else self._term_values()
-        row = {"phase": phase, "step": step, "seconds": round(self.elapsed_seconds, 3), "loss": self._weighted(terms), **terms,
-               **{f"weight_{n}": float(w.numpy()) for n, w in self.weights.items()},
-               **{n: float(p.numpy()) for n, p in self.parameters.items()}}
+        row = {
+            "phase": phase,
+            "step": step,
+            "seconds": round(self.elapsed_seconds, 3),
+            "loss": self._weighted(terms),
+            **terms,
+            **{f"weight_{n}": float(w.numpy()) for n, w in self.weights.items()},
+            **{n: float(p.numpy()) for n, p in self.parameters.items()},
+        }
         if self.run_log:
             self.run_log.append(row)
         else:
@@ -446,7 +548,9 @@ class Trainer:
     def predict(self, points: Any, batch: int = 65536) -> np.ndarray:
         """The solution at ``points`` ``(N, d)``: ``(N, fields)`` numpy array."""
         points = np.asarray(points)
-        parts = [self._predict(tf.constant(points[i:i + batch], self.dtype)).numpy() for i in range(0, len(points), batch)]
+        parts = [
+            self._predict(tf.constant(points[i : i + batch], self.dtype)).numpy() for i in range(0, len(points), batch)
+        ]
         return np.concatenate(parts, axis=0)
 
     def parameter_values(self) -> dict[str, float]:
