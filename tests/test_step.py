@@ -294,3 +294,15 @@ assert max(float(np.max(np.abs(a - b))) for a, b in zip(weights, reference)) <= 
 def test_loss_scaling_under_mirrored_strategy_equals_one_replica():
     process = subprocess.run([sys.executable, "-c", LOSS_SCALED_REPLICAS], capture_output=True, text=True, timeout=240)
     assert process.returncode == 0, (process.stdout + process.stderr)[-3000:]
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_monitor_and_clipping_norms_are_reported_apart(jit_compile):
+    w = tf.Variable([0.0, 0.0])
+    transform = transforms.chain(transforms.accumulate(2), transforms.clip_by_global_norm(1.0))
+    step = TrainStep(lambda t: tf.reduce_sum(w * t), [w], keras.optimizers.SGD(1.0), transform=transform, jit_compile=jit_compile)
+    step(np.array([3.0, 4.0], "float32"))
+    outputs = step(np.array([0.0, 0.0], "float32"))
+    assert float(outputs["gradient_stats"]["global_norm"]) == 0.0        # this micro-batch's raw gradient
+    assert_close(outputs["global_norm"], 2.5, rtol=1e-6)               # the accumulated mean [1.5, 2] that was clipped
+    assert_close(w, [-0.6, -0.8], rtol=1e-6)
