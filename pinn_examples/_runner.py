@@ -19,7 +19,8 @@ import logging
 import math
 import os
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +33,9 @@ RESULT_FILES = ("metrics.json", "prediction.npz", "field.png", "history.png")  #
 RUN_FILES = (*RESULT_FILES, "history.csv", "checkpoints", "tensorboard")  # any of these: the directory holds a run
 
 
-def _setting(default: Any, description: str, positive: bool = False, maximum: int | None = None,
-             choices: tuple = ()) -> Any:
+def _setting(
+    default: Any, description: str, positive: bool = False, maximum: int | None = None, choices: tuple = ()
+) -> Any:
     """A :class:`Settings` field and how its flag parses: numbers are >= 0, or > 0 when ``positive``."""
     metadata = {"help": description, "positive": positive, "maximum": maximum, "choices": choices}
     return dataclasses.field(default=default, metadata=metadata)
@@ -109,8 +111,12 @@ def number(kind: type, positive: bool = False, maximum: int | None = None) -> Ca
 def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
     """The example's command line: ``--preset``, one flag per :class:`Settings` field, output options."""
     parser = argparse.ArgumentParser(prog=f"python -m pinn_examples {example.name}", description=example.description)
-    parser.add_argument("--preset", choices=sorted(example.presets), default="default",
-                        help="a named group of settings that the flags below override (default: %(default)s)")
+    parser.add_argument(
+        "--preset",
+        choices=sorted(example.presets),
+        default="default",
+        help="a named group of settings that the flags below override (default: %(default)s)",
+    )
     for field in dataclasses.fields(Settings):
         flag, meta = "--" + field.name.replace("_", "-"), field.metadata
         if isinstance(field.default, bool):
@@ -119,24 +125,33 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
             parser.add_argument(flag, choices=meta["choices"], default=None, help=meta["help"])
         else:
             kind = type(field.default)
-            parser.add_argument(flag, type=number(kind, meta["positive"], meta["maximum"]), default=None,
-                                metavar=kind.__name__.upper(), help=meta["help"])
+            parser.add_argument(
+                flag,
+                type=number(kind, meta["positive"], meta["maximum"]),
+                default=None,
+                metavar=kind.__name__.upper(),
+                help=meta["help"],
+            )
     parser.add_argument("--output", default=None, help="results directory (default: results/NAME)")
     existing = parser.add_mutually_exclusive_group()
     existing.add_argument("--resume", action="store_true", help="continue the run in --output from its last checkpoint")
     existing.add_argument("--overwrite", action="store_true", help="replace the run that --output holds")
     parser.add_argument("--tensorboard", action="store_true", help="also write TensorBoard logs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.epilog = (f"Exit status: 0 when the preset's target is met or it has none, {TARGET_MISSED} when it is "
-                     "missed, 2 for bad flags, 1 for other errors.")
+    parser.epilog = (
+        f"Exit status: 0 when the preset's target is met or it has none, {TARGET_MISSED} when it is "
+        "missed, 2 for bad flags, 1 for other errors."
+    )
     args = parser.parse_args(argv)
     names = [f.name for f in dataclasses.fields(Settings)]
     overrides = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     settings = dataclasses.replace(example.presets[args.preset], **overrides)
     for name in ("adam_steps", "log_every", "checkpoint_every", "resample_every"):
         if getattr(settings, name) % settings.steps_per_call:
-            parser.error(f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
-                         f"--steps-per-call={settings.steps_per_call}")
+            parser.error(
+                f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
+                f"--steps-per-call={settings.steps_per_call}"
+            )
     args.output = args.output or os.path.join("results", example.name)
     return args, settings
 
@@ -172,37 +187,60 @@ def _check_output(args: argparse.Namespace) -> None:
         with tempfile.NamedTemporaryFile(dir=output, prefix=".write-test-"):
             pass
     except OSError as error:
-        raise SystemExit(f"--output {output}: cannot write there ({error.strerror or error}); "
-                         "choose another --output.") from None
+        raise SystemExit(
+            f"--output {output}: cannot write there ({error.strerror or error}); choose another --output."
+        ) from None
     held = [name for name in RUN_FILES if os.path.lexists(os.path.join(output, name))]
     if held and not (args.resume or args.overwrite):
-        raise SystemExit(f"--output {output} already holds a run ({', '.join(held)}); continue it with --resume, "
-                         "replace it with --overwrite, or choose another --output.")
+        raise SystemExit(
+            f"--output {output} already holds a run ({', '.join(held)}); continue it with --resume, "
+            "replace it with --overwrite, or choose another --output."
+        )
     if args.overwrite:
         for name in RESULT_FILES:  # the trainer replaces its own files (history, checkpoints, logs)
             if os.path.lexists(path := os.path.join(output, name)):
                 os.remove(path)
 
 
-def make_trainer(problem: Any, model: Any, settings: Settings, output: str | None = None, resume: bool = False,
-                 overwrite: bool = False, tensorboard: bool = False, progress: bool = True):
+def make_trainer(
+    problem: Any,
+    model: Any,
+    settings: Settings,
+    output: str | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    tensorboard: bool = False,
+    progress: bool = True,
+):
     """A :class:`hodiff.pinn.Trainer` for ``settings``, which it stores with its checkpoints."""
     from hodiff import pinn
 
     annealing = pinn.AdaptiveWeights(every=10 * settings.steps_per_call) if settings.adaptive_weights else None
     return pinn.Trainer(
-        problem, model, interior=settings.interior, sampling=settings.sampling, seed=settings.seed,
-        learning_rate=settings.learning_rate, steps_per_call=settings.steps_per_call, log_every=settings.log_every,
-        checkpoint_every=settings.checkpoint_every, adaptive_weights=annealing,
+        problem,
+        model,
+        interior=settings.interior,
+        sampling=settings.sampling,
+        seed=settings.seed,
+        learning_rate=settings.learning_rate,
+        steps_per_call=settings.steps_per_call,
+        log_every=settings.log_every,
+        checkpoint_every=settings.checkpoint_every,
+        adaptive_weights=annealing,
         resampling=pinn.Resampling(every=settings.resample_every) if settings.resample_every else None,
         causal=pinn.CausalWeights(epsilon=settings.causal_epsilon) if settings.causal_epsilon else None,
-        output_dir=output, resume=resume, overwrite=overwrite, settings=dataclasses.asdict(settings),
-        tensorboard=tensorboard, progress=progress,
+        output_dir=output,
+        resume=resume,
+        overwrite=overwrite,
+        settings=dataclasses.asdict(settings),
+        tensorboard=tensorboard,
+        progress=progress,
     )
 
 
-def _write_results(output: str, metrics: dict, axes: dict, prediction: np.ndarray, reference: np.ndarray,
-                   trainer: Any, title: str) -> None:
+def _write_results(
+    output: str, metrics: dict, axes: dict, prediction: np.ndarray, reference: np.ndarray, trainer: Any, title: str
+) -> None:
     """metrics.json, prediction.npz and the plots, each written to a temporary file and renamed."""
     from hodiff.pinn import plotting
     from hodiff.pinn.runlog import atomic_write, write_json
@@ -223,8 +261,10 @@ def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
     value, metric = metrics[example.target_metric], example.target_metric.replace("_", " ").replace("l2", "L2")
     if value <= target:
         return f"{example.name}: target met: {metric} {value:.3e} <= {target:.0e}", 0
-    return f"{example.name}: target MISSED: {metric} {value:.3e} > {target:.0e} (exit status {TARGET_MISSED})", \
-        TARGET_MISSED
+    return (
+        f"{example.name}: target MISSED: {metric} {value:.3e} > {target:.0e} (exit status {TARGET_MISSED})",
+        TARGET_MISSED,
+    )
 
 
 def run(example: Example, argv: list[str] | None = None) -> int:
@@ -239,8 +279,9 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     logging.basicConfig(format="%(message)s")  # the library logs where it resumed from, and recoveries
     logging.getLogger("hodiff").setLevel(logging.INFO)
     try:
-        trainer = make_trainer(problem, model, settings, args.output, args.resume, args.overwrite, args.tensorboard,
-                               not args.no_progress)
+        trainer = make_trainer(
+            problem, model, settings, args.output, args.resume, args.overwrite, args.tensorboard, not args.no_progress
+        )
     except (FileExistsError, FileNotFoundError, ValueError) as error:  # e.g. --resume with other settings
         raise SystemExit(f"{example.name}: {error}") from None
     print(f"{example.name}: {dataclasses.asdict(settings)}")
@@ -249,7 +290,8 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     if "initial_relative_l2_error" not in trainer.run_info:  # stored once, so that a resumed run reports it too
         untrained = trainer.run_log is None or trainer.run_log.restored is None
         trainer.run_info["initial_relative_l2_error"] = (
-            relative_l2_error(trainer.predict(grid)[:, 0], reference) if untrained else None)
+            relative_l2_error(trainer.predict(grid)[:, 0], reference) if untrained else None
+        )
         trainer.save_run_info()
     trainer.adam(settings.adam_steps)
     result = trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None
@@ -259,20 +301,29 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     error = relative_l2_error(prediction, reference)
     extra_metrics = example.extra_metrics(trainer) if example.extra_metrics else {}
     metrics = {
-        "example": example.name, "preset": args.preset, "relative_l2_error": error,
-        "target": example.target.get(args.preset), "target_metric": example.target_metric,
+        "example": example.name,
+        "preset": args.preset,
+        "relative_l2_error": error,
+        "target": example.target.get(args.preset),
+        "target_metric": example.target_metric,
         "initial_relative_l2_error": trainer.run_info["initial_relative_l2_error"],
-        "adam_steps": settings.adam_steps, "lbfgs_iterations": int(result.nit) if result is not None else None,
+        "adam_steps": settings.adam_steps,
+        "lbfgs_iterations": int(result.nit) if result is not None else None,
         "lbfgs_message": str(result.message) if result is not None else None,
-        "wall_seconds": round(trainer.elapsed_seconds, 1), "final_loss": trainer.final_loss,
-        "settings": dataclasses.asdict(settings), **extra_metrics,
+        "wall_seconds": round(trainer.elapsed_seconds, 1),
+        "final_loss": trainer.final_loss,
+        "settings": dataclasses.asdict(settings),
+        **extra_metrics,
     }
     line, status = _verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
-    _write_results(args.output, metrics, axes, prediction, reference, trainer,
-                   f"{example.name}: relative L2 error {error:.2e}")
+    _write_results(
+        args.output, metrics, axes, prediction, reference, trainer, f"{example.name}: relative L2 error {error:.2e}"
+    )
     extra = "".join(f", {k} {v:.6g}" for k, v in extra_metrics.items())
-    print(f"{example.name}: relative L2 error {error:.3e}{extra}, {trainer.elapsed_seconds:.0f} s of solving; "
-          f"wrote {args.output}/")
+    print(
+        f"{example.name}: relative L2 error {error:.3e}{extra}, {trainer.elapsed_seconds:.0f} s of solving; "
+        f"wrote {args.output}/"
+    )
     print(line)
     return status

@@ -25,7 +25,14 @@ def build(settings: Settings):
         residual=lambda d, x, p: d["u_t"] - 1e-4 * d["u_xx"] + 5.0 * d["u"] ** 3 - 5.0 * d["u"],
         output_transform=lambda x, u: (x["x"] ** 2 * tf.cos(np.pi * x["x"]))[:, None] + x["t"][:, None] * u,
     )
-    return problem, pinn.mlp(domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed, periodic={"x": 2.0})
+    return problem, pinn.mlp(
+        domain,
+        width=settings.width,
+        depth=settings.depth,
+        dtype=settings.dtype,
+        seed=settings.seed,
+        periodic={"x": 2.0},
+    )
 
 
 def reference():
@@ -39,8 +46,18 @@ EXAMPLE = Example(
     build=build,
     reference=reference,
     presets={
-        "default": Settings(interior=4096, adam_steps=6000, lbfgs_iterations=3000, width=64, depth=4, causal_epsilon=10.0),
-        "fast": Settings(interior=512, adam_steps=600, lbfgs_iterations=200, width=32, depth=3, causal_epsilon=10.0, checkpoint_every=100),
+        "default": Settings(
+            interior=4096, adam_steps=6000, lbfgs_iterations=3000, width=64, depth=4, causal_epsilon=10.0
+        ),
+        "fast": Settings(
+            interior=512,
+            adam_steps=600,
+            lbfgs_iterations=200,
+            width=32,
+            depth=3,
+            causal_epsilon=10.0,
+            checkpoint_every=100,
+        ),
     },
     target={"default": 1e-2},
 )

@@ -24,7 +24,10 @@ def problem(conditions_count=(100, 200)):
         domain,
         needs=("u", "u_t", "u_x", "u_xx"),
         residual=lambda d, x, p: d["u_t"] + d["u"] * d["u_x"] - NU * d["u_xx"],
-        conditions=[pinn.Dirichlet(0.0, count=conditions_count[0]), pinn.Initial(lambda x: -tf.sin(np.pi * x["x"]), count=conditions_count[1])],
+        conditions=[
+            pinn.Dirichlet(0.0, count=conditions_count[0]),
+            pinn.Initial(lambda x: -tf.sin(np.pi * x["x"]), count=conditions_count[1]),
+        ],
     )
 
 
@@ -32,7 +35,9 @@ def build(settings: Settings):
     from hodiff import pinn
 
     burgers = problem()
-    return burgers, pinn.mlp(burgers.domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed)
+    return burgers, pinn.mlp(
+        burgers.domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed
+    )
 
 
 def reference():
@@ -48,7 +53,9 @@ EXAMPLE = Example(
     presets={
         "default": Settings(interior=4096, adam_steps=2000, lbfgs_iterations=6000),
         "paper": Settings(interior=8192, adam_steps=5000, lbfgs_iterations=20000, dtype="float64", resample_every=2500),
-        "fast": Settings(interior=512, adam_steps=300, lbfgs_iterations=100, depth=4, log_every=100, checkpoint_every=100),
+        "fast": Settings(
+            interior=512, adam_steps=300, lbfgs_iterations=100, depth=4, log_every=100, checkpoint_every=100
+        ),
     },
     target={"default": 5e-3, "paper": 5e-4},
 )

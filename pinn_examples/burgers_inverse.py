@@ -38,7 +38,9 @@ def build(settings: Settings):
         conditions=[pinn.Data(points, values)],
         parameters={"log_nu": np.log(0.05)},
     )
-    return problem, pinn.mlp(domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed)
+    return problem, pinn.mlp(
+        domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed
+    )
 
 
 def nu_metrics(trainer):

@@ -33,28 +33,50 @@ def circle_data(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def train(args: argparse.Namespace, clip: bool) -> dict:
     """One run; returns its loss curve, skip record and accuracy."""
     keras.utils.set_random_seed(args.seed)
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(64, activation="tanh"), keras.layers.Dense(64, activation="tanh"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((2,)),
+            keras.layers.Dense(64, activation="tanh"),
+            keras.layers.Dense(64, activation="tanh"),
+            keras.layers.Dense(1),
+        ]
+    )
     chain = [transforms.skip_nonfinite(), transforms.accumulate(args.accumulate)]
     if clip:
         chain.append(transforms.clip_by_global_norm(args.max_norm))
-    step = TrainStep(lambda x, y: tf.reduce_mean((model(x) - y) ** 2), model, keras.optimizers.SGD(args.lr, momentum=0.9), transform=transforms.chain(*chain))
+    step = TrainStep(
+        lambda x, y: tf.reduce_mean((model(x) - y) ** 2),
+        model,
+        keras.optimizers.SGD(args.lr, momentum=0.9),
+        transform=transforms.chain(*chain),
+    )
     x, y = circle_data(args.points, args.seed)
     batches = len(x) // args.micro_batch
     losses, first_skip, outputs = [], None, {}
     for index in range(args.steps):
         start = (index % batches) * args.micro_batch
-        outputs = step(x[start:start + args.micro_batch], y[start:start + args.micro_batch])
+        outputs = step(x[start : start + args.micro_batch], y[start : start + args.micro_batch])
         losses.append(float(outputs["loss"]))
         if bool(outputs["skipped"]) and first_skip is None:
             first_skip = index
-            print(f"  {'clipped' if clip else 'unclipped'}: non-finite gradients at micro-step {index} "
-                  f"(loss {losses[-1]:.3g}); the step was skipped, weights and optimizer untouched")
+            print(
+                f"  {'clipped' if clip else 'unclipped'}: non-finite gradients at micro-step {index} "
+                f"(loss {losses[-1]:.3g}); the step was skipped, weights and optimizer untouched"
+            )
         if int(outputs["consecutive_skips"]) >= args.stop_after_skips:
-            print(f"  {'clipped' if clip else 'unclipped'}: {args.stop_after_skips} consecutive skipped steps; the run has diverged, stopping")
+            print(
+                f"  {'clipped' if clip else 'unclipped'}: {args.stop_after_skips} consecutive skipped steps; "
+                "the run has diverged, stopping"
+            )
             break
     accuracy = float(np.mean(np.sign(model(x).numpy()) == y))
-    return {"losses": losses, "first_skip": first_skip, "total_skips": int(outputs["total_skips"]),
-            "updates": int(step.optimizer.iterations.numpy()), "accuracy": accuracy}
+    return {
+        "losses": losses,
+        "first_skip": first_skip,
+        "total_skips": int(outputs["total_skips"]),
+        "updates": int(step.optimizer.iterations.numpy()),
+        "accuracy": accuracy,
+    }
 
 
 def plot(runs: dict, path: str) -> None:
@@ -68,7 +90,9 @@ def plot(runs: dict, path: str) -> None:
         losses = np.array(run["losses"])
         axis.semilogy(np.where(np.isfinite(losses), losses, np.nan), label=f"{name} (accuracy {run['accuracy']:.1%})")
         if run["first_skip"] is not None:
-            axis.axvline(run["first_skip"], color="red", linestyle=":", label=f"{name}: first skipped step ({run['first_skip']})")
+            axis.axvline(
+                run["first_skip"], color="red", linestyle=":", label=f"{name}: first skipped step ({run['first_skip']})"
+            )
     axis.set_xlabel("micro-step")
     axis.set_ylabel("loss (micro-batch)")
     axis.set_title("Circle dataset, SGD with a too-large learning rate")
@@ -81,8 +105,12 @@ def plot(runs: dict, path: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pinn_examples circle", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=800, help="micro-batch steps per run")
-    parser.add_argument("--lr", type=number(float, positive=True), default=0.5, help="SGD learning rate (large on purpose)")
-    parser.add_argument("--max-norm", type=number(float, positive=True), default=0.25, help="global-norm clipping bound")
+    parser.add_argument(
+        "--lr", type=number(float, positive=True), default=0.5, help="SGD learning rate (large on purpose)"
+    )
+    parser.add_argument(
+        "--max-norm", type=number(float, positive=True), default=0.25, help="global-norm clipping bound"
+    )
     parser.add_argument("--accumulate", type=int, default=4, help="micro-batches per update")
     parser.add_argument("--micro-batch", type=int, default=64)
     parser.add_argument("--points", type=int, default=1024)
@@ -103,6 +131,9 @@ def main(argv=None) -> int:
         json.dump(summary, file, indent=2)
     for name, run in summary.items():
         skip = "never" if run["first_skip"] is None else f"first at micro-step {run['first_skip']}"
-        print(f"{name:>9}: {run['updates']} updates, accuracy {run['accuracy']:.1%}, skipped steps: {run['total_skips']} ({skip})")
+        print(
+            f"{name:>9}: {run['updates']} updates, accuracy {run['accuracy']:.1%}, "
+            f"skipped steps: {run['total_skips']} ({skip})"
+        )
     print(f"wrote {args.output}/loss.png and metrics.json")
     return 0

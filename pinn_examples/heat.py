@@ -23,7 +23,9 @@ def build(settings: Settings):
         residual=lambda d, x, p: d["u_t"] - ALPHA * d["u_xx"],
         conditions=[pinn.Dirichlet(0.0, count=128), pinn.Initial(lambda x: tf.sin(np.pi * x["x"]), count=128)],
     )
-    return problem, pinn.mlp(domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed)
+    return problem, pinn.mlp(
+        domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed
+    )
 
 
 def reference():

@@ -28,7 +28,9 @@ def build(settings: Settings):
         residual=lambda d, x, p: d["u_xx"] + d["u_yy"] + d["u"] - source(x),
         conditions=[pinn.Dirichlet(0.0, count=512)],
     )
-    return problem, pinn.mlp(domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed)
+    return problem, pinn.mlp(
+        domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed
+    )
 
 
 def reference():
@@ -42,8 +44,20 @@ EXAMPLE = Example(
     build=build,
     reference=reference,
     presets={
-        "default": Settings(interior=4096, adam_steps=3000, lbfgs_iterations=2000, width=50, depth=4, adaptive_weights=True),
-        "fast": Settings(interior=1024, adam_steps=500, lbfgs_iterations=300, width=50, depth=4, adaptive_weights=True, steps_per_call=50, log_every=50, checkpoint_every=50),
+        "default": Settings(
+            interior=4096, adam_steps=3000, lbfgs_iterations=2000, width=50, depth=4, adaptive_weights=True
+        ),
+        "fast": Settings(
+            interior=1024,
+            adam_steps=500,
+            lbfgs_iterations=300,
+            width=50,
+            depth=4,
+            adaptive_weights=True,
+            steps_per_call=50,
+            log_every=50,
+            checkpoint_every=50,
+        ),
     },
     target={"default": 1e-2},
 )

@@ -28,7 +28,9 @@ def build_mlp(d: int, width: int, depth: int, seed: int) -> keras.Model:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pinn_examples laplacian_check", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m pinn_examples laplacian_check", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--dim", type=int, default=3, help="input dimension d")
     parser.add_argument("--points", type=int, default=8, help="number of points")
     parser.add_argument("--probes", type=int, default=256, help="Hutchinson probes per point")
@@ -47,15 +49,20 @@ def main(argv=None) -> int:
     print(f"Laplacian of a {args.dim}-32-32-32-1 tanh MLP (float64, XLA) vs scipy.differentiate.hessian trace\n")
     print(f"{'point':>5} {'scipy':>14} {'nested':>14} {'forward':>14} {'hutchinson':>22}")
     for n in range(args.points):
-        print(f"{n:>5} {reference[n]:>14.8f} {nested[n]:>14.8f} {forward[n]:>14.8f} {hutchinson[n]:>12.5f} ± {stderr[n]:.5f}")
+        print(
+            f"{n:>5} {reference[n]:>14.8f} {nested[n]:>14.8f} {forward[n]:>14.8f} "
+            f"{hutchinson[n]:>12.5f} ± {stderr[n]:.5f}"
+        )
     errors = {
         "nested": np.max(np.abs(nested - reference)),
         "forward": np.max(np.abs(forward - reference)),
         "hutchinson": np.max(np.abs(hutchinson - reference)),
     }
-    print(f"\nmax |error| vs scipy: nested {errors['nested']:.2e}, forward {errors['forward']:.2e}, "
-          f"hutchinson {errors['hutchinson']:.2e} (mean stderr {np.mean(stderr):.2e}); "
-          f"scipy's own error estimate {np.max(reference_error):.2e}")
+    print(
+        f"\nmax |error| vs scipy: nested {errors['nested']:.2e}, forward {errors['forward']:.2e}, "
+        f"hutchinson {errors['hutchinson']:.2e} (mean stderr {np.mean(stderr):.2e}); "
+        f"scipy's own error estimate {np.max(reference_error):.2e}"
+    )
     scale = max(1.0, np.max(np.abs(reference)))
     ok = errors["nested"] < 1e-6 * scale and errors["forward"] < 1e-6 * scale
     print("OK: exact methods agree with scipy" if ok else "FAILED: an exact method disagrees with scipy")

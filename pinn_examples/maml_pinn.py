@@ -35,7 +35,14 @@ MODES = 3
 
 def network(seed: int) -> keras.Model:
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([keras.Input((1,)), keras.layers.Dense(32, activation="tanh"), keras.layers.Dense(32, activation="tanh"), keras.layers.Dense(1)])
+    return keras.Sequential(
+        [
+            keras.Input((1,)),
+            keras.layers.Dense(32, activation="tanh"),
+            keras.layers.Dense(32, activation="tanh"),
+            keras.layers.Dense(1),
+        ]
+    )
 
 
 def exact(coefficients: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -58,7 +65,12 @@ def sample_tasks(rng: np.random.Generator, tasks: int, points: int):
     coefficients = rng.uniform(-1.0, 1.0, (tasks, MODES))
     xs, xq = rng.uniform(0.0, 1.0, (tasks, points, 1)), rng.uniform(0.0, 1.0, (tasks, points, 1))
     as32 = lambda a: tf.constant(a, tf.float32)
-    return [as32(xs), as32(source(coefficients, xs[..., 0])[..., None]), as32(xq), as32(source(coefficients, xq[..., 0])[..., None])], coefficients
+    return [
+        as32(xs),
+        as32(source(coefficients, xs[..., 0])[..., None]),
+        as32(xq),
+        as32(source(coefficients, xq[..., 0])[..., None]),
+    ], coefficients
 
 
 class Adaptation:
@@ -69,7 +81,13 @@ class Adaptation:
         self.x = tf.Variable(tf.zeros((128, 1)), trainable=False)
         self.f = tf.Variable(tf.zeros((128, 1)), trainable=False)
         self.optimizer = keras.optimizers.Adam(learning_rate)
-        self.step = TrainStep(lambda: residual_loss(self.model, self.x, self.f), self.model, self.optimizer, steps_per_call=chunk, monitor=False)
+        self.step = TrainStep(
+            lambda: residual_loss(self.model, self.x, self.f),
+            self.model,
+            self.optimizer,
+            steps_per_call=chunk,
+            monitor=False,
+        )
         self.chunk = chunk
         self.grid = np.linspace(0.0, 1.0, 201, dtype=np.float32)[:, None]
 
@@ -103,7 +121,9 @@ def main(argv=None) -> int:
     parser.add_argument("--target-error", type=number(float, positive=True), default=0.01)
     parser.add_argument("--max-steps", type=int, default=5000)
     parser.add_argument("--chunk", type=int, default=10, help="Adam steps between error checks")
-    parser.add_argument("--adapt-lr", type=number(float, positive=True), default=1e-2, help="Adam learning rate of the adaptation")
+    parser.add_argument(
+        "--adapt-lr", type=number(float, positive=True), default=1e-2, help="Adam learning rate of the adaptation"
+    )
     parser.add_argument("--seed", type=number(int, maximum=SEED_MAX), default=0)
     parser.add_argument("--output", default=os.path.join("results", "maml_pinn"))
     args = parser.parse_args(argv)
@@ -114,8 +134,14 @@ def main(argv=None) -> int:
         parser.error(f"--target-error {args.target_error} must be < 1 (a relative L2 error)")
 
     objective = lambda model, params, x, f: residual_loss(lambda z: model(params, z), x, f)
-    learner = MetaLearner(network(args.seed), variant="maml", task_objective=objective, inner_steps=args.inner_steps,
-                          inner_learning_rate=args.inner_lr, outer_optimizer=keras.optimizers.Adam(1e-3))
+    learner = MetaLearner(
+        network(args.seed),
+        variant="maml",
+        task_objective=objective,
+        inner_steps=args.inner_steps,
+        inner_learning_rate=args.inner_lr,
+        outer_optimizer=keras.optimizers.Adam(1e-3),
+    )
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
     history = []
@@ -123,7 +149,11 @@ def main(argv=None) -> int:
         outputs = learner.meta_step(*sample_tasks(rng, args.meta_batch, args.points)[0])
         if iteration % 100 == 0 or iteration == args.iterations - 1:
             history.append((iteration, float(outputs["support_loss"]), float(outputs["loss"])))
-            print(f"meta-iteration {iteration}: support loss before adaptation {history[-1][1]:.4f}, query loss after {args.inner_steps} steps {history[-1][2]:.4f}", flush=True)
+            print(
+                f"meta-iteration {iteration}: support loss before adaptation {history[-1][1]:.4f}, "
+                f"query loss after {args.inner_steps} steps {history[-1][2]:.4f}",
+                flush=True,
+            )
     meta_seconds = time.perf_counter() - start
 
     adaptation = Adaptation(args.chunk, args.adapt_lr)
@@ -132,25 +162,54 @@ def main(argv=None) -> int:
     rows = []
     for index, coefficients in enumerate(held_out):
         random_weights = network(1000 + index).get_weights()
-        meta_steps, meta_error = adaptation.steps_to(meta_weights, coefficients, args.target_error, args.max_steps, seed=index)
-        random_steps, random_error = adaptation.steps_to(random_weights, coefficients, args.target_error, args.max_steps, seed=index)
-        rows.append({"coefficients": coefficients.tolist(), "meta_steps": meta_steps, "random_steps": random_steps, "meta_error": meta_error, "random_error": random_error})
-        print(f"task {index}: steps to error {args.target_error}: meta-learned init {meta_steps}, random init {random_steps}", flush=True)
+        meta_steps, meta_error = adaptation.steps_to(
+            meta_weights, coefficients, args.target_error, args.max_steps, seed=index
+        )
+        random_steps, random_error = adaptation.steps_to(
+            random_weights, coefficients, args.target_error, args.max_steps, seed=index
+        )
+        rows.append(
+            {
+                "coefficients": coefficients.tolist(),
+                "meta_steps": meta_steps,
+                "random_steps": random_steps,
+                "meta_error": meta_error,
+                "random_error": random_error,
+            }
+        )
+        print(
+            f"task {index}: steps to error {args.target_error}: meta-learned init {meta_steps}, "
+            f"random init {random_steps}",
+            flush=True,
+        )
     cap = lambda steps: args.max_steps if steps is None else steps
     meta_mean = float(np.mean([cap(r["meta_steps"]) for r in rows]))
     random_mean = float(np.mean([cap(r["random_steps"]) for r in rows]))
     meta_median = float(np.median([cap(r["meta_steps"]) for r in rows]))
     random_median = float(np.median([cap(r["random_steps"]) for r in rows]))
-    summary = {"meta_iterations": args.iterations, "meta_seconds": round(meta_seconds, 1), "target_error": args.target_error,
-               "mean_steps_meta_init": meta_mean, "mean_steps_random_init": random_mean, "speedup": random_mean / max(meta_mean, args.chunk),
-               "median_steps_meta_init": meta_median, "median_steps_random_init": random_median, "median_speedup": random_median / max(meta_median, args.chunk),
-               "unreached_meta": sum(r["meta_steps"] is None for r in rows), "unreached_random": sum(r["random_steps"] is None for r in rows),
-               "settings": vars(args), "tasks": rows, "meta_history": history}
+    summary = {
+        "meta_iterations": args.iterations,
+        "meta_seconds": round(meta_seconds, 1),
+        "target_error": args.target_error,
+        "mean_steps_meta_init": meta_mean,
+        "mean_steps_random_init": random_mean,
+        "speedup": random_mean / max(meta_mean, args.chunk),
+        "median_steps_meta_init": meta_median,
+        "median_steps_random_init": random_median,
+        "median_speedup": random_median / max(meta_median, args.chunk),
+        "unreached_meta": sum(r["meta_steps"] is None for r in rows),
+        "unreached_random": sum(r["random_steps"] is None for r in rows),
+        "settings": vars(args),
+        "tasks": rows,
+        "meta_history": history,
+    }
     os.makedirs(args.output, exist_ok=True)
     with open(os.path.join(args.output, "metrics.json"), "w") as file:
         json.dump(summary, file, indent=2)
-    print(f"maml_pinn: {args.iterations} meta-iterations in {meta_seconds:.0f} s; mean Adam steps to relative L2 error "
-          f"{args.target_error}: {meta_mean:.0f} from the meta-learned init vs {random_mean:.0f} from random "
-          f"({summary['speedup']:.1f}x fewer; unreached counted as {args.max_steps}); medians {meta_median:.0f} vs "
-          f"{random_median:.0f} ({summary['median_speedup']:.1f}x); wrote {args.output}/metrics.json")
+    print(
+        f"maml_pinn: {args.iterations} meta-iterations in {meta_seconds:.0f} s; mean Adam steps to relative L2 error "
+        f"{args.target_error}: {meta_mean:.0f} from the meta-learned init vs {random_mean:.0f} from random "
+        f"({summary['speedup']:.1f}x fewer; unreached counted as {args.max_steps}); medians {meta_median:.0f} vs "
+        f"{random_median:.0f} ({summary['median_speedup']:.1f}x); wrote {args.output}/metrics.json"
+    )
     return 0

@@ -44,7 +44,14 @@ def sample_tasks(rng: np.random.Generator, tasks: int, support: int, query: int)
 
 def network(seed: int) -> keras.Model:
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([keras.Input((1,)), keras.layers.Dense(40, activation="relu"), keras.layers.Dense(40, activation="relu"), keras.layers.Dense(1)])
+    return keras.Sequential(
+        [
+            keras.Input((1,)),
+            keras.layers.Dense(40, activation="relu"),
+            keras.layers.Dense(40, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
 
 
 def mse(prediction, target):
@@ -72,7 +79,14 @@ def evaluation_curve(learner: MetaLearner, steps: int):
 
 
 def train_and_evaluate(variant: str, shots: int, args: argparse.Namespace) -> dict:
-    learner = MetaLearner(network(args.seed), mse, variant=variant, inner_steps=1, inner_learning_rate=0.01, outer_optimizer=keras.optimizers.Adam(1e-3))
+    learner = MetaLearner(
+        network(args.seed),
+        mse,
+        variant=variant,
+        inner_steps=1,
+        inner_learning_rate=0.01,
+        outer_optimizer=keras.optimizers.Adam(1e-3),
+    )
     rng = np.random.default_rng([args.seed, shots, VARIANTS.index(variant)])
     start = time.perf_counter()
     losses = []
@@ -84,11 +98,21 @@ def train_and_evaluate(variant: str, shots: int, args: argparse.Namespace) -> di
     evaluation = sample_tasks(np.random.default_rng([args.seed, 12345, shots]), args.eval_tasks, shots, 100)
     curve = evaluation_curve(learner, args.eval_steps)(*evaluation[:4]).numpy()  # (tasks, steps + 1)
     mean, half_width = curve.mean(axis=0), 1.96 * curve.std(axis=0, ddof=1) / np.sqrt(len(curve))
-    return {"variant": variant, "shots": shots, "iterations": args.iterations, "train_seconds": round(seconds, 1),
-            "mse_by_step": mean.tolist(), "ci95_by_step": half_width.tolist(),
-            "mse_1_step": float(mean[1]), "ci95_1_step": float(half_width[1]),
-            "mse_10_steps": float(mean[min(10, args.eval_steps)]), "ci95_10_steps": float(half_width[min(10, args.eval_steps)]),
-            "meta_loss_history": losses, "learner": learner, "evaluation": evaluation}
+    return {
+        "variant": variant,
+        "shots": shots,
+        "iterations": args.iterations,
+        "train_seconds": round(seconds, 1),
+        "mse_by_step": mean.tolist(),
+        "ci95_by_step": half_width.tolist(),
+        "mse_1_step": float(mean[1]),
+        "ci95_1_step": float(half_width[1]),
+        "mse_10_steps": float(mean[min(10, args.eval_steps)]),
+        "ci95_10_steps": float(half_width[min(10, args.eval_steps)]),
+        "meta_loss_history": losses,
+        "learner": learner,
+        "evaluation": evaluation,
+    }
 
 
 def plot(results: list[dict], path: str, shots: int) -> None:
@@ -105,15 +129,29 @@ def plot(results: list[dict], path: str, shots: int) -> None:
     left.plot(xs[0], ys[0], "k^", markersize=8, label=f"{chosen[0]['shots']} support points")
     for result, color in zip(chosen, ("C0", "C1", "C2")):
         learner = result["learner"]
-        left.plot(grid, learner.functional(learner.functional.parameters(), grid), color=color, linestyle=":", alpha=0.6)
+        left.plot(
+            grid, learner.functional(learner.functional.parameters(), grid), color=color, linestyle=":", alpha=0.6
+        )
         # Meta-SGD's learned rates are meant for one step (Li et al. 2017); repeated, they diverge.
         one_step_only = result["variant"] == "meta_sgd"
         for steps, style in ((1, "--"),) if one_step_only else ((1, "--"), (10, "-")):
             params, _ = learner.adapt_parameters(xs[0], ys[0], steps=steps, first_order=True)
-            left.plot(grid, learner.functional(params, grid), color=color, linestyle=style, label=f"{result['variant']}, {steps} step{'s' * (steps > 1)}")
+            left.plot(
+                grid,
+                learner.functional(params, grid),
+                color=color,
+                linestyle=style,
+                label=f"{result['variant']}, {steps} step{'s' * (steps > 1)}",
+            )
         shown = 2 if one_step_only else len(result["mse_by_step"])
-        right.errorbar(np.arange(shown), result["mse_by_step"][:shown], yerr=result["ci95_by_step"][:shown], color=color, capsize=3,
-                       label=f"{result['variant']} (learned rates: 1 step)" if one_step_only else result["variant"])
+        right.errorbar(
+            np.arange(shown),
+            result["mse_by_step"][:shown],
+            yerr=result["ci95_by_step"][:shown],
+            color=color,
+            capsize=3,
+            label=f"{result['variant']} (learned rates: 1 step)" if one_step_only else result["variant"],
+        )
     left.set_title("adapted curves on a held-out task (dotted: before adaptation)")
     left.legend(fontsize=8)
     right.set_xlabel("inner gradient steps")
@@ -154,9 +192,12 @@ def main(argv=None) -> int:
         for variant in variants:
             result = train_and_evaluate(variant, k, args)
             results.append(result)
-            print(f"{variant:>8} {k:2d}-shot: {args.iterations} meta-iterations in {result['train_seconds']:.0f} s; "
-                  f"MSE after 1 step {result['mse_1_step']:.3f} +- {result['ci95_1_step']:.3f}, "
-                  f"after {args.eval_steps} steps {result['mse_10_steps']:.3f} +- {result['ci95_10_steps']:.3f}", flush=True)
+            print(
+                f"{variant:>8} {k:2d}-shot: {args.iterations} meta-iterations in {result['train_seconds']:.0f} s; "
+                f"MSE after 1 step {result['mse_1_step']:.3f} +- {result['ci95_1_step']:.3f}, "
+                f"after {args.eval_steps} steps {result['mse_10_steps']:.3f} +- {result['ci95_10_steps']:.3f}",
+                flush=True,
+            )
     os.makedirs(args.output, exist_ok=True)
     plot(results, os.path.join(args.output, "curves.png"), shots=10 if 10 in shots else shots[0])
     table = [{key: value for key, value in r.items() if key not in ("learner", "evaluation")} for r in results]

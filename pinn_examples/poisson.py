@@ -21,7 +21,9 @@ def build(settings: Settings):
         residual=lambda d, x, p: -(d["u_xx"] + d["u_yy"]) - source(x),
         output_transform=lambda x, u: (x["x"] * (1 - x["x"]) * x["y"] * (1 - x["y"]))[:, None] * u,
     )
-    return problem, pinn.mlp(domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed)
+    return problem, pinn.mlp(
+        domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed
+    )
 
 
 def reference():

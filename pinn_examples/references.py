@@ -41,7 +41,7 @@ def burgers_cole_hopf(x: np.ndarray, t: np.ndarray, nu: float, nodes: int = 200)
         if time == 0:
             u[:, j] = -np.sin(np.pi * x)
             continue
-        y = x[:, None] - np.sqrt(4.0 * nu * time) * z[None, :]     # (x, nodes)
+        y = x[:, None] - np.sqrt(4.0 * nu * time) * z[None, :]  # (x, nodes)
         log_f = -np.cos(np.pi * y) / (2.0 * np.pi * nu) + np.log(w)[None, :]
         numerator = logsumexp(log_f, b=-np.sin(np.pi * y), axis=1, return_sign=True)
         denominator = logsumexp(log_f, axis=1)
@@ -55,7 +55,9 @@ def burgers_quad(x: float, t: float, nu: float) -> float:
     shift = 1.0 / (2.0 * np.pi * nu)  # keeps exp(...) below overflow: -cos <= 1
     f = lambda s: np.exp(-np.cos(np.pi * (x - s)) / (2.0 * np.pi * nu) - shift - (s / scale) ** 2)
     limit = 12 * scale
-    numerator = scipy.integrate.quad(lambda s: -np.sin(np.pi * (x - s)) * f(s), -limit, limit, limit=500, epsabs=0, epsrel=1e-12, points=[0.0])[0]
+    numerator = scipy.integrate.quad(
+        lambda s: -np.sin(np.pi * (x - s)) * f(s), -limit, limit, limit=500, epsabs=0, epsrel=1e-12, points=[0.0]
+    )[0]
     denominator = scipy.integrate.quad(f, -limit, limit, limit=500, epsabs=0, epsrel=1e-12, points=[0.0])[0]
     return numerator / denominator
 
@@ -75,12 +77,23 @@ def heat_method_of_lines(x: np.ndarray, t: np.ndarray, alpha: float = 0.4, cells
     h = grid[1] - grid[0]
     main = -2.0 * np.ones(cells - 1)
     laplacian = (np.diag(main) + np.diag(np.ones(cells - 2), 1) + np.diag(np.ones(cells - 2), -1)) * alpha / h**2
-    solution = scipy.integrate.solve_ivp(lambda _, u: laplacian @ u, (0.0, float(np.max(t))), np.sin(np.pi * grid[1:-1]), method="Radau", t_eval=np.asarray(t), jac=laplacian, rtol=1e-10, atol=1e-12)
+    solution = scipy.integrate.solve_ivp(
+        lambda _, u: laplacian @ u,
+        (0.0, float(np.max(t))),
+        np.sin(np.pi * grid[1:-1]),
+        method="Radau",
+        t_eval=np.asarray(t),
+        jac=laplacian,
+        rtol=1e-10,
+        atol=1e-12,
+    )
     full = np.vstack([np.zeros(len(t)), solution.y, np.zeros(len(t))])
     return np.stack([np.interp(x, grid, full[:, j]) for j in range(len(t))], axis=1)
 
 
-def allen_cahn_etdrk4(x: np.ndarray, t: np.ndarray, modes: int = 512, dt: float = 1e-4, diffusion: float = 1e-4, reaction: float = 5.0) -> np.ndarray:
+def allen_cahn_etdrk4(
+    x: np.ndarray, t: np.ndarray, modes: int = 512, dt: float = 1e-4, diffusion: float = 1e-4, reaction: float = 5.0
+) -> np.ndarray:
     """u_t = diffusion u_xx + reaction (u - u^3), x in [-1, 1) periodic, u(x, 0) = x^2 cos(pi x).
 
     Fourier pseudo-spectral in space with ``modes`` points, ETDRK4 in time with step ``dt``;
@@ -92,7 +105,7 @@ def allen_cahn_etdrk4(x: np.ndarray, t: np.ndarray, modes: int = 512, dt: float 
       Comput. 26(4).
     """
     grid = -1.0 + 2.0 * np.arange(modes) / modes
-    k = np.pi * np.fft.rfftfreq(modes, d=1.0 / modes)      # wavenumbers for period 2
+    k = np.pi * np.fft.rfftfreq(modes, d=1.0 / modes)  # wavenumbers for period 2
     linear = -diffusion * k**2 + reaction
     E, E2 = np.exp(dt * linear), np.exp(dt * linear / 2)
     roots = np.exp(1j * np.pi * (np.arange(1, 33) - 0.5) / 32)
@@ -121,7 +134,7 @@ def allen_cahn_etdrk4(x: np.ndarray, t: np.ndarray, modes: int = 512, dt: float 
             step += 1
         snapshots[target] = v.copy()
     x = np.asarray(x, float)
-    phases = np.exp(1j * np.outer(x + 1.0, k))              # trigonometric interpolation
+    phases = np.exp(1j * np.outer(x + 1.0, k))  # trigonometric interpolation
     weights = np.full(len(k), 2.0)
     weights[0] = 1.0
     if modes % 2 == 0:

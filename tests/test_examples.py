@@ -30,10 +30,12 @@ def test_unknown_example_and_bad_flags(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         main(["burgerz"])
     assert info.value.code == 2 and "invalid choice: 'burgerz'" in capsys.readouterr().err
-    for flags, message in ((["--adam-steps", "-5"], "give an integer >= 0"),
-                           (["--interior", "many"], "is not an integer"),
-                           (["--adam-steps", "150"], "multiple of --steps-per-call=100"),
-                           (["--preset", "huge"], "invalid choice")):
+    for flags, message in (
+        (["--adam-steps", "-5"], "give an integer >= 0"),
+        (["--interior", "many"], "is not an integer"),
+        (["--adam-steps", "150"], "multiple of --steps-per-call=100"),
+        (["--preset", "huge"], "invalid choice"),
+    ):
         with pytest.raises(SystemExit):
             main(["burgers", *flags, "--output", str(tmp_path / "bad")])
         assert message in capsys.readouterr().err
@@ -59,9 +61,17 @@ def test_an_examples_help_shows_its_own_flags(capsys):
     assert info.value.code == 0 and "NAME --help" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [["circle", "--lr=nan"], ["circle", "--max-norm=inf"], ["maml_pinn", "--inner-lr=nan"],
-                                  ["maml_pinn", "--adapt-lr=-1"], ["maml_sinusoid", "--seed=-1"],
-                                  ["laplacian_check", f"--seed={2**32}"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["circle", "--lr=nan"],
+        ["circle", "--max-norm=inf"],
+        ["maml_pinn", "--inner-lr=nan"],
+        ["maml_pinn", "--adapt-lr=-1"],
+        ["maml_sinusoid", "--seed=-1"],
+        ["laplacian_check", f"--seed={2**32}"],
+    ],
+)
 def test_the_other_examples_refuse_non_finite_and_out_of_range_flags(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)

@@ -30,8 +30,13 @@ assert matplotlib.pyplot.get_fignums() == [], "plotting left pyplot figures open
 
 
 def test_plots_are_made_without_matplotlib_use_or_pyplot_figures(tmp_path):
-    result = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True,
-                            timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": ""})
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": ""},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     for name in ("field.png", "history.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -41,6 +46,9 @@ def test_no_hodiff_module_imports_matplotlib_at_import_time():
     for path in Path(hodiff.__file__).parent.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in tree.body:  # module level only: imports inside functions run when a plot is made
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
             assert not any(name.split(".")[0] == "matplotlib" for name in names), f"{path} imports matplotlib"

@@ -18,8 +18,25 @@ from pinn_examples._runner import TARGET_MISSED, _verdict, _write_results, memor
 from pinn_examples._runner import run as run_example
 
 # log-every divides the L-BFGS iterations, the case where the last L-BFGS row used to be logged twice
-TINY = ["--interior", "64", "--adam-steps", "100", "--lbfgs-iterations", "20", "--width", "8", "--depth", "2",
-        "--steps-per-call", "10", "--log-every", "10", "--checkpoint-every", "50", "--no-progress"]
+TINY = [
+    "--interior",
+    "64",
+    "--adam-steps",
+    "100",
+    "--lbfgs-iterations",
+    "20",
+    "--width",
+    "8",
+    "--depth",
+    "2",
+    "--steps-per-call",
+    "10",
+    "--log-every",
+    "10",
+    "--checkpoint-every",
+    "50",
+    "--no-progress",
+]
 FAST = ["--preset", "fast", *TINY]  # no target: exit status 0
 
 
@@ -69,14 +86,16 @@ def test_resuming_a_finished_run_reproduces_its_metrics_and_plots(uninterrupted,
     shutil.copytree(uninterrupted, output)
     plotted = []
     original = plotting.plot_history
-    monkeypatch.setattr(plotting, "plot_history", lambda history, *a: (plotted.append(list(history)),
-                                                                       original(history, *a)))
+    monkeypatch.setattr(
+        plotting, "plot_history", lambda history, *a: (plotted.append(list(history)), original(history, *a))
+    )
     assert run_example(heat.EXAMPLE, [*TINY, "--output", str(output), "--resume"]) == TARGET_MISSED
     assert_same_run(output, uninterrupted)
     # the stored wall time, not the second of this resume (the time spent writing the last checkpoint is not in it)
     assert metrics_of(output)["wall_seconds"] == pytest.approx(metrics_of(uninterrupted)["wall_seconds"], abs=1.0)
     assert [row["phase"] for row in plotted[0]].count("lbfgs") == len(
-        [row for row in history_rows(uninterrupted) if row["phase"] == "lbfgs"]), "history.png keeps the L-BFGS rows"
+        [row for row in history_rows(uninterrupted) if row["phase"] == "lbfgs"]
+    ), "history.png keeps the L-BFGS rows"
 
 
 @pytest.mark.parametrize("kill", ["after_adam", "mid_adam"])
@@ -122,14 +141,17 @@ def fake_trainer():
 
     class Trainer:
         problem = Problem()
-        history = [{"phase": "adam", "step": 10, "loss": 1.0, "residual": 1.0},
-                   {"phase": "lbfgs", "step": 20, "loss": 0.5, "residual": 0.5}]
+        history = [
+            {"phase": "adam", "step": 10, "loss": 1.0, "residual": 1.0},
+            {"phase": "lbfgs", "step": 20, "loss": 0.5, "residual": 0.5},
+        ]
 
     return Trainer()
 
 
-@pytest.mark.parametrize("failing, victim", [("json", "metrics.json"), ("savez", "prediction.npz"),
-                                             ("savefig", "field.png")])
+@pytest.mark.parametrize(
+    "failing, victim", [("json", "metrics.json"), ("savez", "prediction.npz"), ("savefig", "field.png")]
+)
 def test_a_kill_while_writing_leaves_the_previous_file_whole(failing, victim, tmp_path, monkeypatch):
     axes = {"x": np.linspace(0, 1, 5), "t": np.linspace(0, 1, 4)}
     reference = np.ones((5, 4))
@@ -166,7 +188,9 @@ def test_a_kill_while_writing_leaves_the_previous_file_whole(failing, victim, tm
 
 def test_target_line_and_exit_status():
     assert _verdict(heat.EXAMPLE, "default", {"relative_l2_error": 5e-4}) == (
-        "heat: target met: relative L2 error 5.000e-04 <= 1e-03", 0)
+        "heat: target met: relative L2 error 5.000e-04 <= 1e-03",
+        0,
+    )
     line, status = _verdict(heat.EXAMPLE, "default", {"relative_l2_error": 2e-3})
     assert "target MISSED" in line and status == TARGET_MISSED
     no_target = "heat: preset 'fast' has no target (a smoke run)"
@@ -179,16 +203,19 @@ def test_fast_preset_says_it_has_no_target_and_exits_0(tmp_path, capsys):
     assert metrics_of(tmp_path / "run")["target_met"] is None
 
 
-@pytest.mark.parametrize("flag, value, message", [
-    ("--learning-rate", "nan", "'nan' is not finite"),
-    ("--learning-rate", "inf", "'inf' is not finite"),
-    ("--causal-epsilon", "-inf", "'-inf' is not finite"),
-    ("--causal-epsilon", "-0.5", "'-0.5' is out of range; give a number >= 0"),
-    ("--learning-rate", "0", "'0' is out of range; give a number > 0"),
-    ("--seed", str(2**32), "give an integer >= 0 and <= 4294967295"),
-    ("--seed", "-1", "out of range"),
-    ("--interior", "0", "give an integer > 0"),
-])
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--learning-rate", "nan", "'nan' is not finite"),
+        ("--learning-rate", "inf", "'inf' is not finite"),
+        ("--causal-epsilon", "-inf", "'-inf' is not finite"),
+        ("--causal-epsilon", "-0.5", "'-0.5' is out of range; give a number >= 0"),
+        ("--learning-rate", "0", "'0' is out of range; give a number > 0"),
+        ("--seed", str(2**32), "give an integer >= 0 and <= 4294967295"),
+        ("--seed", "-1", "out of range"),
+        ("--interior", "0", "give an integer > 0"),
+    ],
+)
 def test_flags_refuse_non_finite_negative_and_out_of_range_values(flag, value, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         run_example(heat.EXAMPLE, [f"{flag}={value}", "--output", str(tmp_path / "bad")])

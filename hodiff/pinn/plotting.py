@@ -8,7 +8,8 @@ notebook or an application with its own backend. matplotlib is imported when a p
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
