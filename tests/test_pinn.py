@@ -250,6 +250,8 @@ def test_resume_at_any_point_reproduces_the_uninterrupted_run(tmp_path, monkeypa
         first.adam(40)
     part = trainer(str(tmp_path / "resumed"), resume=True, **options)
     assert int(part.adam_steps.numpy()) == 20 and [row["step"] for row in part.history] == [10, 20]
+    restored_seconds = part.elapsed_seconds
+    assert restored_seconds > 0, "the wall time of the killed session is kept"
     part.adam(40)
     real = hodiff.pinn.trainer.minimize_lbfgs
 
@@ -269,6 +271,7 @@ def test_resume_at_any_point_reproduces_the_uninterrupted_run(tmp_path, monkeypa
     last = trainer(str(tmp_path / "resumed"), resume=True, **options)
     assert [row["phase"] for row in last.history] == ["adam"] * 4, "the killed L-BFGS rows are not kept"
     resumed = last.lbfgs(25)
+    assert last.elapsed_seconds > restored_seconds, "wall time accumulates over sessions"
     assert (resumed.nit, resumed.fun) == (result.nit, result.fun)
     assert comparable(last.history) == comparable(straight.history)
     assert [row["step"] for row in pinn.runlog.read_history(tmp_path / "resumed" / "history.csv")] == [
