@@ -13,6 +13,7 @@ import pytest
 
 from hodiff import pinn
 from hodiff.pinn import plotting
+from hodiff.pinn import trainer as trainer_module
 from pinn_examples import heat
 from pinn_examples._runner import TARGET_MISSED, _verdict, _write_results, memory_needed
 from pinn_examples._runner import run as run_example
@@ -98,12 +99,27 @@ def test_resuming_a_finished_run_reproduces_its_metrics_and_plots(uninterrupted,
     ), "history.png keeps the L-BFGS rows"
 
 
-@pytest.mark.parametrize("kill", ["after_adam", "mid_adam"])
+@pytest.mark.parametrize("kill", ["mid_adam", "after_adam", "mid_lbfgs"])
 def test_a_killed_run_resumed_ends_like_the_uninterrupted_one(kill, uninterrupted, tmp_path, monkeypatch):
     output = tmp_path / "run"
     with monkeypatch.context() as patch:
         if kill == "after_adam":
             patch.setattr(pinn.Trainer, "lbfgs", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+        elif kill == "mid_lbfgs":
+            minimize = trainer_module.minimize_lbfgs
+
+            def killed_minimize(*args, callback, **kwargs):
+                calls = []
+
+                def dies_at_15(result):  # iteration 10 is logged, then the process dies at iteration 15
+                    callback(result)
+                    calls.append(1)
+                    if len(calls) == 15:
+                        raise KeyboardInterrupt
+
+                return minimize(*args, callback=dies_at_15, **kwargs)
+
+            patch.setattr(trainer_module, "minimize_lbfgs", killed_minimize)
         else:
             adam = pinn.Trainer.adam
 
