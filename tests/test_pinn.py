@@ -342,6 +342,10 @@ def test_bad_configuration_is_refused_up_front():
         small_problem(weights={"boundary": float("inf")})
     with pytest.raises(ValueError, match="Resampling: every must be a finite int >= 1"):
         pinn.Resampling(every=0)
+    with pytest.raises(ValueError, match="Initial 'initial': value must be a finite number or a function"):
+        pinn.Initial(float("inf"))
+    with pytest.raises(ValueError, match="Neumann 'flux': value must be a finite number"):
+        pinn.Neumann(float("nan"), name="flux")
     with pytest.raises(ValueError, match="learning_rate must be a finite number"):
         trainer(learning_rate=float("nan"))
 

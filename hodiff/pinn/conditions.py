@@ -36,6 +36,17 @@ def named_columns(x: tf.Tensor, coords: tuple[str, ...]) -> dict[str, tf.Tensor]
     return {name: x[:, i] for i, name in enumerate(coords)}
 
 
+def _checked(value: Value, kind: str, name: str) -> Value:
+    """``value`` if it is callable or a finite number; a clear error otherwise."""
+    if callable(value):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value):
+        raise ValueError(
+            f"{kind} {name!r}: value must be a finite number or a function of the coordinates, got {value!r}."
+        )
+    return value
+
+
 def _evaluate(value: Value, x: tf.Tensor, coords: tuple[str, ...], caller: str) -> tf.Tensor:
     if callable(value):
         result = tf.convert_to_tensor(value(named_columns(x, coords)))
@@ -84,7 +95,7 @@ class Dirichlet(Condition):
     """
 
     def __init__(self, value: Value = 0.0, count: int = 100, field: str = "u", name: str = "boundary"):
-        self.value, self.count, self.field, self.name = value, count, field, name
+        self.value, self.count, self.field, self.name = _checked(value, type(self).__name__, name), count, field, name
 
     def sample(self, domain, method, seed):
         points, _ = domain.sample_boundary(self.count, method, seed)
@@ -116,7 +127,7 @@ class Neumann(Condition):
     """
 
     def __init__(self, value: Value = 0.0, count: int = 100, field: str = "u", name: str = "neumann"):
-        self.value, self.count, self.field, self.name = value, count, field, name
+        self.value, self.count, self.field, self.name = _checked(value, "Neumann", name), count, field, name
 
     def sample(self, domain, method, seed):
         points, normals = domain.sample_boundary(self.count, method, seed)
