@@ -262,3 +262,13 @@ def test_too_many_points_and_unwritable_output_stop_before_any_work(tmp_path, mo
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(SystemExit, match="--output .*file/results: cannot write there"):
         run_example(heat.EXAMPLE, ["--output", str(tmp_path / "file" / "results")])
+
+
+def test_resume_with_other_settings_stops_and_names_them(uninterrupted, tmp_path):
+    output = tmp_path / "run"
+    shutil.copytree(uninterrupted, output)
+    with pytest.raises(SystemExit, match=r"heat: resume: the settings differ .*learning_rate.*seed"):
+        run_example(
+            heat.EXAMPLE, [*TINY, "--learning-rate", "0.01", "--seed", "3", "--output", str(output), "--resume"]
+        )
+    assert metrics_of(output) == metrics_of(uninterrupted), "nothing was rewritten"
