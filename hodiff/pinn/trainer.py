@@ -368,6 +368,13 @@ class Trainer:
         self.run_log.save(number, elapsed_seconds=self._elapsed, lbfgs=self._lbfgs)
         self._saved_at = number
 
+    def _stop_clock(self) -> None:
+        """Ends a phase's timing. When its last act was to checkpoint this state, the time saved
+        with it stands (the milliseconds after are dropped), so a resumed run reports the same."""
+        if self.run_log is None or self._saved_at != self._position():
+            self._tick()
+        self._clock = None
+
     def _tick(self) -> None:
         if self._clock is not None:
             now = time.perf_counter()
@@ -408,8 +415,7 @@ class Trainer:
                 self._save()
         finally:
             bar.close()
-            self._tick()
-            self._clock = None
+            self._stop_clock()
         return AdamResult(done, done - start, self.final_loss, f"reached {steps} steps")
 
     def _update_weights(self, alpha: float) -> None:
@@ -522,8 +528,7 @@ class Trainer:
             }
             self._save()
         finally:
-            self._tick()
-            self._clock = None
+            self._stop_clock()
         return result
 
     # ----------------------------------------------------------------------------- logs
