@@ -144,3 +144,12 @@ def test_no_readable_checkpoint_is_an_error_not_a_fresh_start(tmp_path):
             (tmp_path / "checkpoints" / name).write_bytes(b"\x00garbage")
     with pytest.raises(RuntimeError, match="no checkpoint in .* could be read: ckpt-20.*ckpt-10"):
         log_in(tmp_path, resume=True)
+
+
+def test_a_garbled_history_file_does_not_stop_resume(tmp_path):
+    saved_run(tmp_path)
+    path = tmp_path / "history.csv"
+    path.write_text(path.read_text()[:-7])  # a kill in the middle of a non-atomic write
+    resumed, _ = log_in(tmp_path, resume=True)
+    assert [row["step"] for row in resumed.history] == [10, 20, 30]
+    assert read_history(path) == resumed.history, "history.csv is rewritten whole from the checkpoint"
