@@ -76,13 +76,20 @@ class FunctionalModel:
       ```
     """
 
-    def __init__(self, model: keras.Model | Callable, parameters: Sequence[Any] | None = None, batch_statistics: bool = False):
+    def __init__(
+        self, model: keras.Model | Callable, parameters: Sequence[Any] | None = None, batch_statistics: bool = False
+    ):
         caller = "FunctionalModel"
         self.batch_statistics = batch_statistics
         if isinstance(model, keras.Model):
             if not model.built or not model.weights:
-                raise ValueError(f"{caller}: the Keras model has no weights yet (unbuilt). Give it a keras.Input(shape=...) first layer or call it once on a batch before meta-learning.")
-            with_statistics = [layer.name for layer in model._flatten_layers() if isinstance(layer, _RUNNING_STATISTICS)]
+                raise ValueError(
+                    f"{caller}: the Keras model has no weights yet (unbuilt). Give it a keras.Input(shape=...) first "
+                    "layer or call it once on a batch before meta-learning."
+                )
+            with_statistics = [
+                layer.name for layer in model._flatten_layers() if isinstance(layer, _RUNNING_STATISTICS)
+            ]
             if with_statistics and not batch_statistics:
                 raise ValueError(
                     f"{caller}: layers {with_statistics} keep running statistics, which inner steps "
@@ -98,7 +105,9 @@ class FunctionalModel:
             self.model = self.function = model
             self.variables = [p if isinstance(p, tf.Variable) else tf.Variable(p) for p in parameters]
         else:
-            raise TypeError(f"{caller}: model must be a Keras model or a callable f(params, x), got {type(model).__name__}.")
+            raise TypeError(
+                f"{caller}: model must be a Keras model or a callable f(params, x), got {type(model).__name__}."
+            )
 
     def parameters(self) -> list[tf.Tensor]:
         """The current parameters as tensors read from the variables (differentiable w.r.t. them)."""
@@ -107,10 +116,16 @@ class FunctionalModel:
     def __call__(self, params: Sequence[tf.Tensor], x: Any) -> tf.Tensor:
         params = list(params)
         if len(params) != len(self.variables):
-            raise ValueError(f"FunctionalModel: got {len(params)} parameter tensors for {len(self.variables)} parameters; pass one tensor per model.trainable_variables entry, in that order.")
+            raise ValueError(
+                f"FunctionalModel: got {len(params)} parameter tensors for {len(self.variables)} parameters; pass one "
+                "tensor per model.trainable_variables entry, in that order."
+            )
         for index, (p, v) in enumerate(zip(params, self.variables)):
             if not tf.TensorShape(p.shape).is_compatible_with(v.shape):
-                raise ValueError(f"FunctionalModel: parameter {index} has shape {tuple(p.shape)} but the model's has {tuple(v.shape)}; the lists are probably in different orders.")
+                raise ValueError(
+                    f"FunctionalModel: parameter {index} has shape {tuple(p.shape)} but the model's has "
+                    f"{tuple(v.shape)}; the lists are probably in different orders."
+                )
         return self.function(params, x)
 
     def input_rank(self) -> int | None:
@@ -185,7 +200,10 @@ def inner_loop(
         rate = learning_rate(step) if callable(learning_rate) else learning_rate
         rates = list(rate) if isinstance(rate, (list, tuple)) else [rate] * len(params)
         if len(rates) != len(params):
-            raise ValueError(f"{caller}: got {len(rates)} learning rates for {len(params)} parameters; pass a scalar or one rate tensor per parameter.")
+            raise ValueError(
+                f"{caller}: got {len(rates)} learning rates for {len(params)} parameters; pass a scalar or one rate "
+                "tensor per parameter."
+            )
 
         def one_step(*current):
             with tf.GradientTape() as tape:
@@ -198,7 +216,10 @@ def inner_loop(
                 grads = unscale(grads, loss_scale)
             if first_order:
                 grads = [tf.stop_gradient(g) for g in grads]
-            updated = [p - _validate.constant(r, p.dtype) * g if keep else p for p, g, r, keep in zip(current, grads, rates, adapt)]
+            updated = [
+                p - _validate.constant(r, p.dtype) * g if keep else p
+                for p, g, r, keep in zip(current, grads, rates, adapt)
+            ]
             return [loss] + updated
 
         result = _recomputed(one_step)(*params) if recompute else one_step(*params)
@@ -224,7 +245,9 @@ def _recomputed(fn: Callable[..., list]) -> Callable[..., list]:
             with tf.GradientTape() as tape:
                 tape.watch(inputs)
                 again = fn(*inputs)
-            return tape.gradient(again, list(inputs), output_gradients=list(upstream), unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            return tape.gradient(
+                again, list(inputs), output_gradients=list(upstream), unconnected_gradients=tf.UnconnectedGradients.ZERO
+            )
 
         return outputs, backward
 
@@ -281,27 +304,52 @@ class MetaLearner(tf.Module):
         _check_steps(inner_steps, "MetaLearner")
         self.functional = model if isinstance(model, FunctionalModel) else FunctionalModel(model)
         if (loss_fn is None) == (task_objective is None):
-            raise ValueError("MetaLearner: pass exactly one of loss_fn(prediction, target) (supervised tasks) and task_objective(model, params, x, y) (e.g. a PINN residual loss).")
-        self.supervised = task_objective is None
-        if task_objective is None:
-            self.objective = lambda params, x, y: full_precision(loss_fn(full_precision(self.functional(params, x)), y))
-        else:
-            self.objective = lambda params, x, y: full_precision(task_objective(self.functional, params, x, y))
+            raise ValueError(
+                "MetaLearner: pass exactly one of loss_fn(prediction, target) (supervised tasks) and "
+                "task_objective(model, params, x, y) (e.g. a PINN residual loss)."
+            )
+        self.supervised = loss_fn is not None
+        if loss_fn is not None:
+            supervised = loss_fn
+            self.objective = lambda params, x, y: full_precision(
+                supervised(full_precision(self.functional(params, x)), y)
+            )
+        elif task_objective is not None:
+            objective = task_objective
+            self.objective = lambda params, x, y: full_precision(objective(self.functional, params, x, y))
         self.variant, self.inner_steps, self.recompute = variant, inner_steps, recompute
         params = self.functional.variables
         self.learned_rates: list[tf.Variable] = []
         if variant == "meta_sgd":
-            self.learned_rates = [tf.Variable(tf.fill(v.shape, tf.constant(inner_learning_rate, v.dtype)), name=f"alpha_{i}") for i, v in enumerate(params)]
+            self.learned_rates = [
+                tf.Variable(tf.fill(v.shape, tf.constant(inner_learning_rate, v.dtype)), name=f"alpha_{i}")
+                for i, v in enumerate(params)
+            ]
         elif variant == "maml++":
-            self.learned_rates = [tf.Variable(tf.fill([inner_steps], tf.constant(inner_learning_rate, v.dtype)), name=f"alpha_{i}") for i, v in enumerate(params)]
+            self.learned_rates = [
+                tf.Variable(tf.fill([inner_steps], tf.constant(inner_learning_rate, v.dtype)), name=f"alpha_{i}")
+                for i, v in enumerate(params)
+            ]
         self.inner_learning_rate = inner_learning_rate
         self.adapt = [index >= len(params) - head for index in range(len(params))] if variant == "anil" else None
-        weights = multi_step_weights if variant == "maml++" and multi_step_weights is not None else [0.0] * (inner_steps - 1) + [1.0]
+        weights = (
+            multi_step_weights
+            if variant == "maml++" and multi_step_weights is not None
+            else [0.0] * (inner_steps - 1) + [1.0]
+        )
         if len(weights) != max(inner_steps, 1):
-            raise ValueError(f"MetaLearner: multi_step_weights has {len(weights)} entries for {inner_steps} inner steps.")
+            raise ValueError(
+                f"MetaLearner: multi_step_weights has {len(weights)} entries for {inner_steps} inner steps."
+            )
         self.multi_step_weights = list(weights)
-        self.step = TrainStep(None, list(params) + self.learned_rates, outer_optimizer or keras.optimizers.Adam(1e-3),
-                              transform=transform, jit_compile=jit_compile, gradients_fn=self._meta_gradients)
+        self.step = TrainStep(
+            None,
+            list(params) + self.learned_rates,
+            outer_optimizer or keras.optimizers.Adam(1e-3),
+            transform=transform,
+            jit_compile=jit_compile,
+            gradients_fn=self._meta_gradients,
+        )
 
     def rates(self) -> Any:
         """The inner learning rate(s) in the form :func:`inner_loop` takes.
@@ -315,14 +363,31 @@ class MetaLearner(tf.Module):
             return lambda step: [a[min(step, self.inner_steps - 1)] for a in self.learned_rates]
         return self.inner_learning_rate
 
-    def adapt_parameters(self, support_x: Any, support_y: Any, steps: int | None = None, params: Sequence[tf.Tensor] | None = None, first_order: bool | None = None) -> tuple[list[tf.Tensor], tf.Tensor]:
+    def adapt_parameters(
+        self,
+        support_x: Any,
+        support_y: Any,
+        steps: int | None = None,
+        params: Sequence[tf.Tensor] | None = None,
+        first_order: bool | None = None,
+    ) -> tuple[list[tf.Tensor], tf.Tensor]:
         """Adapts to one task; returns the adapted parameters and the support losses."""
         steps = self.inner_steps if steps is None else steps
         first_order = self.variant == "fomaml" if first_order is None else first_order
         params = self.functional.parameters() if params is None else params
-        return inner_loop(lambda p: self.objective(p, support_x, support_y), params, steps, self.rates(), first_order, self.adapt, self.recompute)
+        return inner_loop(
+            lambda p: self.objective(p, support_x, support_y),
+            params,
+            steps,
+            self.rates(),
+            first_order,
+            self.adapt,
+            self.recompute,
+        )
 
-    def adapted_query_loss(self, params: Sequence[tf.Tensor], support_x, support_y, query_x, query_y, loss_scale: Any = None) -> tuple[tf.Tensor, tf.Tensor]:
+    def adapted_query_loss(
+        self, params: Sequence[tf.Tensor], support_x, support_y, query_x, query_y, loss_scale: Any = None
+    ) -> tuple[tf.Tensor, tf.Tensor]:
         """Query loss after adapting ``params`` to the support set (weighted over steps for
         MAML++), and the support loss before adaptation; ``loss_scale`` as in :func:`inner_loop`."""
         rates, first_order = self.rates(), self.variant == "fomaml"
@@ -354,7 +419,9 @@ class MetaLearner(tf.Module):
         def one_task(index):
             with tf.GradientTape() as tape:
                 task = (support_x[index], support_y[index], query_x[index], query_y[index])
-                query_loss, support_loss = self.adapted_query_loss(self.functional.parameters(), *task, loss_scale=loss_scale)
+                query_loss, support_loss = self.adapted_query_loss(
+                    self.functional.parameters(), *task, loss_scale=loss_scale
+                )
                 scaled = self.step.scale_loss(query_loss)
             grads = tape.gradient(scaled, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
             return query_loss, support_loss, grads
@@ -367,7 +434,11 @@ class MetaLearner(tf.Module):
             support_total += tf.cast(support_loss, support_total.dtype)
             totals = [t + g for t, g in zip(totals, grads)]
         count = tf.cast(tasks, loss_total.dtype)
-        return loss_total / count, [t / tf.cast(count, t.dtype) for t in totals], {"support_loss": support_total / count}
+        return (
+            loss_total / count,
+            [t / tf.cast(count, t.dtype) for t in totals],
+            {"support_loss": support_total / count},
+        )
 
     def meta_step(self, support_x, support_y, query_x, query_y) -> dict[str, tf.Tensor]:
         """One outer update on a batch of tasks (leading task axis on every argument)."""
@@ -380,19 +451,29 @@ class MetaLearner(tf.Module):
         names = ("support_x", "support_y", "query_x", "query_y")
         shapes = {name: tuple(a.shape) for name, a in zip(names, arrays)}
         if any(a.shape.rank is None or a.shape.rank < 2 for a in arrays):
-            raise ValueError(f"MetaLearner: every task-batch tensor needs a leading task axis and a batch axis, (tasks, examples, ...); got shapes {shapes}.")
+            raise ValueError(
+                "MetaLearner: every task-batch tensor needs a leading task axis and a batch axis, (tasks, examples, "
+                f"...); got shapes {shapes}."
+            )
         rank = self.functional.input_rank() if self.supervised else None
         for name in ("support_x", "query_x"):
             if rank is not None and len(shapes[name]) != rank + 1:
                 raise ValueError(
                     f"MetaLearner: {name} has shape {shapes[name]}, but the model takes inputs of rank {rank}, so a "
-                    f"task batch needs rank {rank + 1}: (tasks, examples, ...). Without a task axis every example would "
+                    f"task batch needs rank {rank + 1}: (tasks, examples, ...). Without a task axis every example "
+                    "would "
                     f"be trained as a task of its own; for one task pass {name}[None] (and the same for the others)."
                 )
         tasks = {name: a.shape[0] for name, a in zip(names, arrays)}
         if len(set(tasks.values())) != 1:
-            raise ValueError(f"MetaLearner: the task batch has differing numbers of tasks {tasks}; every tensor needs the same leading (task) axis.")
+            raise ValueError(
+                f"MetaLearner: the task batch has differing numbers of tasks {tasks}; every tensor needs the same "
+                "leading (task) axis."
+            )
         if tasks["support_x"] == 0:
             raise ValueError(f"MetaLearner: the task batch has zero tasks (shapes {shapes}); pass at least one task.")
         if arrays[0].shape[1] != arrays[1].shape[1] or arrays[2].shape[1] != arrays[3].shape[1]:
-            raise ValueError(f"MetaLearner: support_x/support_y or query_x/query_y disagree on the number of examples per task: {shapes}.")
+            raise ValueError(
+                "MetaLearner: support_x/support_y or query_x/query_y disagree on the number of examples per task: "
+                f"{shapes}."
+            )

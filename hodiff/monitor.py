@@ -12,7 +12,8 @@ Example:
   from hodiff.monitor import format_stats, gradient_stats
 
   w, b, unused = tf.Variable([[1.0], [2.0]]), tf.Variable([0.0]), tf.Variable(1.0)
-  stats = tf.function(gradient_stats, jit_compile=True)([tf.constant([[3.0], [float("nan")]]), tf.constant([4.0]), None])
+  grads = [tf.constant([[3.0], [float("nan")]]), tf.constant([4.0]), None]
+  stats = tf.function(gradient_stats, jit_compile=True)(grads)
   assert int(stats["nan_count"]) == 1 and stats["missing"].numpy().tolist() == [False, False, True]
   print(format_stats(stats, names=["w", "b", "unused"]))
   ```
@@ -47,9 +48,17 @@ def gradient_stats(grads: Sequence[Any]) -> dict[str, tf.Tensor]:
     squares = tf.stack([tf.reduce_sum(tf.square(g)) for g in present]) if present else tf.zeros((0,), dtype)
     # A NaN or Inf entry makes its sum of squares non-finite; only then pay for the masked
     # statistics and the counts (extra passes over every gradient).
-    stats = tf.cond(tf.reduce_all(tf.math.is_finite(squares)), lambda: _statistics(present, squares, masked=False), lambda: _statistics(present, squares, masked=True))
+    stats = tf.cond(
+        tf.reduce_all(tf.math.is_finite(squares)),
+        lambda: _statistics(present, squares, masked=False),
+        lambda: _statistics(present, squares, masked=True),
+    )
     squares = iter(tf.unstack(stats.pop("squares"), num=len(present)))
-    norms = tf.stack([tf.zeros((), dtype) if g is None else tf.sqrt(next(squares)) for g in grads]) if grads else tf.zeros((0,), dtype)
+    norms = (
+        tf.stack([tf.zeros((), dtype) if g is None else tf.sqrt(next(squares)) for g in grads])
+        if grads
+        else tf.zeros((0,), dtype)
+    )
     return {
         "global_norm": tf.sqrt(tf.reduce_sum(tf.square(norms))),
         "norms": norms,
@@ -71,8 +80,14 @@ def _statistics(grads: list, squares: tf.Tensor, masked: bool) -> dict[str, tf.T
     """
     dtype = squares.dtype
     magnitudes = [tf.where(tf.math.is_finite(g), tf.abs(g), tf.zeros_like(g)) if masked else tf.abs(g) for g in grads]
-    sizes = [tf.reduce_sum(tf.cast(tf.math.is_finite(g), dtype)) if masked else tf.cast(tf.size(g), dtype) for g in grads]
-    count = lambda test: tf.add_n([tf.math.count_nonzero(test(g), dtype=tf.int64) for g in grads]) if masked and grads else tf.zeros((), tf.int64)
+    sizes = [
+        tf.reduce_sum(tf.cast(tf.math.is_finite(g), dtype)) if masked else tf.cast(tf.size(g), dtype) for g in grads
+    ]
+    count = lambda test: (
+        tf.add_n([tf.math.count_nonzero(test(g), dtype=tf.int64) for g in grads])
+        if masked and grads
+        else tf.zeros((), tf.int64)
+    )
     total = lambda values: tf.add_n(values) if values else tf.zeros((), dtype)
     return {
         "squares": tf.stack([tf.reduce_sum(tf.square(m)) for m in magnitudes]) if masked and grads else squares,
@@ -83,14 +98,16 @@ def _statistics(grads: list, squares: tf.Tensor, masked: bool) -> dict[str, tf.T
     }
 
 
-def _names(stats: dict, names: Sequence[str] | None) -> list[str]:
+def _names(stats: dict, names: Sequence[Any] | None) -> list[str]:
     count = int(np.shape(stats["norms"])[0])
     if names is None:
         return [f"var{i}" for i in range(count)]
-    names = [getattr(n, "path", None) or getattr(n, "name", n) for n in names]
-    if len(names) != count:
-        raise ValueError(f"format_stats: got {len(names)} names for {count} gradients; pass one name (or variable) per gradient.")
-    return [str(n) for n in names]
+    labels = [getattr(n, "path", None) or getattr(n, "name", n) for n in names]
+    if len(labels) != count:
+        raise ValueError(
+            f"format_stats: got {len(names)} names for {count} gradients; pass one name (or variable) per gradient."
+        )
+    return [str(label) for label in labels]
 
 
 def format_stats(stats: dict[str, Any], names: Sequence[Any] | None = None) -> str:
@@ -116,7 +133,13 @@ def format_stats(stats: dict[str, Any], names: Sequence[Any] | None = None) -> s
     return "\n".join(rows)
 
 
-def write_summaries(stats: dict[str, Any], step: int, writer: tf.summary.SummaryWriter, names: Sequence[Any] | None = None, prefix: str = "gradients") -> None:
+def write_summaries(
+    stats: dict[str, Any],
+    step: int,
+    writer: tf.summary.SummaryWriter,
+    names: Sequence[Any] | None = None,
+    prefix: str = "gradients",
+) -> None:
     """Writes :func:`gradient_stats` output as TensorBoard scalars (call outside XLA).
 
     Args:

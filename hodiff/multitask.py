@@ -35,34 +35,48 @@ def _flatten_tasks(task_grads: Sequence[Sequence[Any]], caller: str) -> tuple[tf
         raise ValueError(f"{caller}: task_grads is empty; pass one list of gradients per task.")
     counts = {len(g) for g in task_grads}
     if len(counts) != 1:
-        raise ValueError(f"{caller}: every task must give one gradient per variable, but the lists have lengths {sorted(counts)}; compute each with tape.gradient(task_loss, variables) over the same variables.")
+        raise ValueError(
+            f"{caller}: every task must give one gradient per variable, but the lists have lengths {sorted(counts)}; "
+            "compute each with tape.gradient(task_loss, variables) over the same variables."
+        )
     template = []
     for position in range(len(task_grads[0])):
         present = [tf.convert_to_tensor(g[position]) for g in task_grads if g[position] is not None]
         template.append(present[0] if present else None)
         for g in present:
             if not g.dtype.is_floating:
-                raise TypeError(f"{caller}: gradient {position} has dtype {g.dtype.name}; gradients must be floating point.")
+                raise TypeError(
+                    f"{caller}: gradient {position} has dtype {g.dtype.name}; gradients must be floating point."
+                )
             if g.shape != present[0].shape:
-                raise ValueError(f"{caller}: the tasks' gradients for variable {position} have different shapes {tuple(present[0].shape)} and {tuple(g.shape)}; every task list must follow the same variable order.")
+                raise ValueError(
+                    f"{caller}: the tasks' gradients for variable {position} have different shapes "
+                    f"{tuple(present[0].shape)} and {tuple(g.shape)}; every task list must follow the same variable "
+                    "order."
+                )
     if all(t is None for t in template):
         raise ValueError(f"{caller}: every gradient of every task is None; no task loss depends on the variables.")
     dtype = next(t.dtype for t in template if t is not None)
     rows = []
     for g in task_grads:
-        parts = [tf.reshape(tf.cast(x, dtype) if x is not None else tf.zeros_like(t, dtype), [-1]) for x, t in zip(g, template) if t is not None]
+        parts = [
+            tf.reshape(tf.cast(x, dtype) if x is not None else tf.zeros_like(t, dtype), [-1])
+            for x, t in zip(g, template)
+            if t is not None
+        ]
         rows.append(tf.concat(parts, axis=0))
     return tf.stack(rows), template
 
 
 def _unflatten(vector: tf.Tensor, template: list) -> list:
-    result, offset = [], 0
+    result: list = []
+    offset = 0
     for t in template:
         if t is None:
             result.append(None)
             continue
         size = t.shape.num_elements()
-        result.append(tf.cast(tf.reshape(vector[offset:offset + size], t.shape), t.dtype))
+        result.append(tf.cast(tf.reshape(vector[offset : offset + size], t.shape), t.dtype))
         offset += size
     return result
 
@@ -79,10 +93,12 @@ def weighted_sum(task_grads: Sequence[Sequence[Any]], weights: Sequence[float] |
     """
     matrix, template = _flatten_tasks(task_grads, "weighted_sum")
     count = int(matrix.shape[0])
-    weights = tf.ones([count], matrix.dtype) if weights is None else _validate.constant(weights, matrix.dtype)
-    if weights.shape != (count,):
-        raise ValueError(f"weighted_sum: got {weights.shape.num_elements()} weights for {count} tasks; pass one weight per task.")
-    return _unflatten(tf.linalg.matvec(matrix, weights, transpose_a=True), template)
+    factors = tf.ones([count], matrix.dtype) if weights is None else _validate.constant(weights, matrix.dtype)
+    if factors.shape != (count,):
+        raise ValueError(
+            f"weighted_sum: got {factors.shape.num_elements()} weights for {count} tasks; pass one weight per task."
+        )
+    return _unflatten(tf.linalg.matvec(matrix, factors, transpose_a=True), template)
 
 
 def pcgrad(task_grads: Sequence[Sequence[Any]], seed: Any) -> list:
@@ -129,7 +145,8 @@ def mgda(task_grads: Sequence[Sequence[Any]], iterations: int = 1000) -> list:
     The result ``d = sum_i w_i g_i`` (``w`` on the simplex) satisfies ``d . g_i >= |d|^2 >= 0``
     for every task at the optimum, so a small step along ``-d`` decreases no task loss;
     ``d = 0`` means the point is Pareto-stationary. ``w`` is found by Frank-Wolfe with exact
-    line search on the tasks' Gram matrix (exact in one step for two tasks; the duality gap shrinks at least like 1/iterations, and each iteration costs only tasks^2 flops).
+    line search on the tasks' Gram matrix (exact in one step for two tasks; the duality gap
+    shrinks at least like 1/iterations, and each iteration costs only tasks^2 flops).
 
     Args:
       task_grads: one list of gradients per task.
@@ -152,8 +169,8 @@ def mgda(task_grads: Sequence[Sequence[Any]], iterations: int = 1000) -> list:
     for _ in tf.range(iterations):
         gram_w = tf.linalg.matvec(gram, weights)
         vertex = tf.argmin(gram_w)
-        current = tf.reduce_sum(weights * gram_w)                    # |d|^2
-        toward = tf.gather(gram_w, vertex)                           # d . g_vertex
+        current = tf.reduce_sum(weights * gram_w)  # |d|^2
+        toward = tf.gather(gram_w, vertex)  # d . g_vertex
         distance = current - 2.0 * toward + tf.gather(tf.linalg.diag_part(gram), vertex)
         step = tf.clip_by_value(tf.math.divide_no_nan(current - toward, distance), 0.0, 1.0)
         weights = (1.0 - step) * weights + step * tf.one_hot(vertex, count, dtype=matrix.dtype)

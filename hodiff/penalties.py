@@ -89,10 +89,15 @@ def gradient_penalty(
     real = _validate.as_float_tensor(real, "real", caller)
     fake = _validate.as_float_tensor(fake, "fake", caller)
     if real.shape != fake.shape or real.shape.rank is None or real.shape.rank < 1:
-        raise ValueError(f"{caller}: `real` and `fake` must be batches of the same shape (N, ...); got {tuple(real.shape)} and {tuple(fake.shape)}.")
+        raise ValueError(
+            f"{caller}: `real` and `fake` must be batches of the same shape (N, ...); got {tuple(real.shape)} and "
+            f"{tuple(fake.shape)}."
+        )
     batch = tf.shape(real)[0]
     if epsilon is None:
-        epsilon = tf.random.stateless_uniform([batch], seed=tf.stack([tf.cast(seed, tf.int64), tf.constant(0x6E, tf.int64)]), dtype=real.dtype)
+        epsilon = tf.random.stateless_uniform(
+            [batch], seed=tf.stack([tf.cast(seed, tf.int64), tf.constant(0x6E, tf.int64)]), dtype=real.dtype
+        )
     epsilon = tf.reshape(tf.cast(epsilon, real.dtype), [-1] + [1] * (real.shape.rank - 1))
     interpolated = epsilon * real + (1.0 - epsilon) * fake
     gradients = input_gradient(critic, interpolated)
@@ -121,13 +126,23 @@ def saliency_map(model: Callable[[tf.Tensor], tf.Tensor], x: Any, class_index: A
         scores = model(inputs)
         if scores.shape.rank == 1:
             return scores
-        index = tf.argmax(scores, axis=-1) if class_index is None else tf.broadcast_to(tf.cast(class_index, tf.int64), tf.shape(scores)[:1])
+        index = (
+            tf.argmax(scores, axis=-1)
+            if class_index is None
+            else tf.broadcast_to(tf.cast(class_index, tf.int64), tf.shape(scores)[:1])
+        )
         return tf.gather(scores, index, batch_dims=1)
 
     return tf.abs(input_gradient(score, x))
 
 
-def fgsm_step(loss_fn: Callable[[tf.Tensor], tf.Tensor], x: Any, epsilon: float, clip_min: float | None = None, clip_max: float | None = None) -> tf.Tensor:
+def fgsm_step(
+    loss_fn: Callable[[tf.Tensor], tf.Tensor],
+    x: Any,
+    epsilon: float,
+    clip_min: float | None = None,
+    clip_max: float | None = None,
+) -> tf.Tensor:
     """One fast-gradient-sign step: ``x + epsilon * sign(d loss / d x)``, optionally clipped.
 
     Args:

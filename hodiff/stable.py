@@ -12,6 +12,8 @@ written with ``tf.stop_gradient`` so that every order of derivative is the docum
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import tensorflow as tf
 
 from hodiff import _validate
@@ -274,7 +276,7 @@ def straight_through_sign(x: tf.Tensor) -> tf.Tensor:
     return hard_tanh + tf.stop_gradient(tf.sign(x) - hard_tanh)
 
 
-def safe_norm(x: tf.Tensor, axis: int | None = None, keepdims: bool = False) -> tf.Tensor:
+def safe_norm(x: tf.Tensor, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> tf.Tensor:
     """Euclidean norm whose derivatives of every order are finite; they are 0 at ``x = 0``.
 
     ``tf.norm`` has a NaN gradient at 0 (0/0). Away from 0 this is exactly the norm, with

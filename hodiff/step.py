@@ -122,20 +122,30 @@ class TrainStep(tf.Module):
         if not isinstance(steps_per_call, int) or isinstance(steps_per_call, bool) or steps_per_call < 1:
             raise ValueError(f"{caller}: steps_per_call must be an int >= 1, got {steps_per_call!r}.")
         if transform is not None and not isinstance(transform, GradientTransform):
-            raise TypeError(f"{caller}: transform must be a hodiff.transforms transform (e.g. transforms.clip_by_global_norm(1.0)), got {type(transform).__name__}.")
+            raise TypeError(
+                f"{caller}: transform must be a hodiff.transforms transform (e.g. "
+                f"transforms.clip_by_global_norm(1.0)), got {type(transform).__name__}."
+            )
         self.variables_ = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
         if not self.variables_:
-            raise ValueError(f"{caller}: there are no variables to train. A Keras model has no weights until it is built: call it once or give it a keras.Input.")
+            raise ValueError(
+                f"{caller}: there are no variables to train. A Keras model has no weights until it is built: call it "
+                "once or give it a keras.Input."
+            )
         if (loss_fn is None) == (gradients_fn is None):
-            raise ValueError(f"{caller}: pass exactly one of loss_fn (differentiated with a tape) and gradients_fn (returns loss, gradients and extras).")
-        self.loss_fn, self.gradients_fn = loss_fn, gradients_fn
+            raise ValueError(
+                f"{caller}: pass exactly one of loss_fn (differentiated with a tape) and gradients_fn (returns loss, "
+                "gradients and extras)."
+            )
+        self.loss_fn: Any = loss_fn  # exactly one of the two is set
+        self.gradients_fn = gradients_fn
         self.optimizer = optimizer
         self.loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self._updater = optimizer.inner_optimizer if self.loss_scaling else optimizer
         self.transform = transform or identity()
         self.steps_per_call = steps_per_call
         self.per_step_batches = per_step_batches
-        self.strategy = strategy
+        self.strategy: Any = strategy  # None or a strategy; only the replicated path uses it
         self.monitor = monitor
         self.summary_writer = summary_writer
         with strategy.scope() if strategy else contextlib.nullcontext():
@@ -145,7 +155,9 @@ class TrainStep(tf.Module):
             self._loss_and_grads = self._local_loss_and_grads
         else:
             self._loss_and_grads = self._replicated_loss_and_grads
-            self._compiled_local = tf.function(self._local_loss_and_grads, jit_compile=jit_compile and _xla_reaches_replica_variables(strategy))
+            self._compiled_local = tf.function(
+                self._local_loss_and_grads, jit_compile=jit_compile and _xla_reaches_replica_variables(strategy)
+            )
         self._compiled = tf.function(self._steps, jit_compile=jit_compile and strategy is None)
 
     def _local_loss_and_grads(self, batch: tuple, index: tf.Tensor) -> tuple[tf.Tensor, list, dict]:
@@ -247,7 +259,7 @@ class TrainStep(tf.Module):
             def part(leaf):
                 size = leaf.shape[axis] // replicas
                 start = context.replica_id_in_sync_group * size
-                return leaf[:, start:start + size] if axis else leaf[start:start + size]
+                return leaf[:, start : start + size] if axis else leaf[start : start + size]
 
             return tf.nest.map_structure(part, batch)
 
@@ -268,7 +280,8 @@ class TrainStep(tf.Module):
         else:
             outputs = self._compiled(self._distribute(batch), has_examples)
         if self.summary_writer is not None and self.monitor:
-            write_summaries(outputs["gradient_stats"], int(self.optimizer.iterations), self.summary_writer, self.variables_)
+            step = int(self.optimizer.iterations.numpy())  # int() of a distributed variable fails
+            write_summaries(outputs["gradient_stats"], step, self.summary_writer, self.variables_)
         return outputs
 
     def _has_examples(self, batch: Any) -> tf.Tensor:

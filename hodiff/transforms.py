@@ -164,7 +164,10 @@ def clip_by_value(max_abs: float) -> GradientTransform:
       A :class:`GradientTransform`.
     """
     _validate.check_positive_bound(max_abs, "max_abs", "clip_by_value")
-    return _PerTensor("clip_by_value", lambda g, v: tf.clip_by_value(g, -_validate.constant(max_abs, g.dtype), _validate.constant(max_abs, g.dtype)))
+    return _PerTensor(
+        "clip_by_value",
+        lambda g, v: tf.clip_by_value(g, -_validate.constant(max_abs, g.dtype), _validate.constant(max_abs, g.dtype)),
+    )
 
 
 def clip_by_norm(max_norm: float) -> GradientTransform:
@@ -254,7 +257,9 @@ def adaptive_grad_clip(clipping: float = 0.01, eps: float = 1e-3) -> GradientTra
 
     def clip(g, v):
         w = tf.cast(tf.convert_to_tensor(v), g.dtype)
-        max_norm = _validate.constant(clipping, g.dtype) * tf.maximum(_unitwise_norm(w), _validate.constant(eps, g.dtype))
+        max_norm = _validate.constant(clipping, g.dtype) * tf.maximum(
+            _unitwise_norm(w), _validate.constant(eps, g.dtype)
+        )
         g_norm = _unitwise_norm(g)
         return g * (max_norm / tf.maximum(g_norm, max_norm))
 
@@ -275,8 +280,16 @@ class _SkipNonfinite(GradientTransform):
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads if g is not None])
         skip = tf.logical_and(apply, tf.logical_not(finite))
         self.total_skips.assign_add(tf.cast(skip, tf.int64))
-        self.consecutive_skips.assign(tf.where(skip, self.consecutive_skips + 1, tf.where(apply, tf.constant(0, tf.int64), self.consecutive_skips)))
-        info = {"skipped": skip, "consecutive_skips": self.consecutive_skips.read_value(), "total_skips": self.total_skips.read_value()}
+        self.consecutive_skips.assign(
+            tf.where(
+                skip, self.consecutive_skips + 1, tf.where(apply, tf.constant(0, tf.int64), self.consecutive_skips)
+            )
+        )
+        info = {
+            "skipped": skip,
+            "consecutive_skips": self.consecutive_skips.read_value(),
+            "total_skips": self.total_skips.read_value(),
+        }
         return Update(grads, tf.logical_and(apply, finite), info)
 
 
@@ -335,7 +348,10 @@ def accumulate(every: int) -> GradientTransform:
       A :class:`GradientTransform`. Place clipping after it to clip the averaged gradient.
     """
     if not isinstance(every, int) or isinstance(every, bool) or every < 1:
-        raise ValueError(f"accumulate: every must be an int >= 1 (micro-batches per update), got {every!r}; every=1 accumulates nothing.")
+        raise ValueError(
+            f"accumulate: every must be an int >= 1 (micro-batches per update), got {every!r}; every=1 accumulates "
+            "nothing."
+        )
     return _Accumulate(every)
 
 
@@ -369,5 +385,8 @@ def chain(*transforms: GradientTransform) -> GradientTransform:
     """
     for index, transform in enumerate(transforms):
         if not isinstance(transform, GradientTransform):
-            raise TypeError(f"chain: argument {index} is a {type(transform).__name__}, not a gradient transform; build one with e.g. transforms.clip_by_global_norm(1.0).")
+            raise TypeError(
+                f"chain: argument {index} is a {type(transform).__name__}, not a gradient transform; build one with "
+                "e.g. transforms.clip_by_global_norm(1.0)."
+            )
     return _Chain(transforms)

@@ -54,7 +54,7 @@ def test_operator_follows_variable_updates():
     w.assign([3.0, 0.25, -4.0])
     u.assign([-7.0, 0.0, 2.0])
     np.testing.assert_allclose(H @ np.concatenate([a, b]), closed_form(), rtol=1e-12)
-    assert closed_form()[0] == 9.5                  # 3^2 * 1 + 0.5: the new values, not the old
+    assert closed_form()[0] == 9.5  # 3^2 * 1 + 0.5: the new values, not the old
 
 
 def test_newton_cg_follows_scipys_own_rosenbrock_solve():
@@ -64,7 +64,11 @@ def test_newton_cg_follows_scipys_own_rosenbrock_solve():
     start = np.array([-1.2, 1.0])
     result = hodiff.newton_cg(rosenbrock, start)
     reference = scipy.optimize.minimize(
-        scipy.optimize.rosen, start, jac=scipy.optimize.rosen_der, hessp=scipy.optimize.rosen_hess_prod, method="Newton-CG"
+        scipy.optimize.rosen,
+        start,
+        jac=scipy.optimize.rosen_der,
+        hessp=scipy.optimize.rosen_hess_prod,
+        method="Newton-CG",
     )
     assert result.success and result.nhev == reference.nhev > 0
     np.testing.assert_allclose(result.x, reference.x, rtol=1e-8)

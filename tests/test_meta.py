@@ -17,7 +17,13 @@ mse = lambda prediction, target: tf.reduce_mean((prediction - target) ** 2)
 
 def small_model(dtype="float64", seed=0):
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([keras.Input((1,), dtype=dtype), keras.layers.Dense(4, activation="tanh", dtype=dtype), keras.layers.Dense(1, dtype=dtype)])
+    return keras.Sequential(
+        [
+            keras.Input((1,), dtype=dtype),
+            keras.layers.Dense(4, activation="tanh", dtype=dtype),
+            keras.layers.Dense(1, dtype=dtype),
+        ]
+    )
 
 
 FUNCTIONAL = FunctionalModel(small_model())
@@ -31,7 +37,13 @@ def unflatten(theta):
 
 
 def query_loss_after_adaptation(theta, first_order=False, steps=2, learning_rate=0.1):
-    adapted, _ = inner_loop(lambda p: mse(FUNCTIONAL(p, SUPPORT[0]), SUPPORT[1]), unflatten(theta), steps, learning_rate, first_order=first_order)
+    adapted, _ = inner_loop(
+        lambda p: mse(FUNCTIONAL(p, SUPPORT[0]), SUPPORT[1]),
+        unflatten(theta),
+        steps,
+        learning_rate,
+        first_order=first_order,
+    )
     return mse(FUNCTIONAL(adapted, QUERY[0]), QUERY[1])
 
 
@@ -43,7 +55,9 @@ def test_first_order_differs_by_exactly_the_dropped_hessian_term(run):
     alpha = 0.1
     support_loss = lambda theta: mse(FUNCTIONAL(unflatten(theta), SUPPORT[0]), SUPPORT[1])
     maml = run(hodiff.grad(lambda t: query_loss_after_adaptation(t, steps=1, learning_rate=alpha)), THETA)
-    fomaml = run(hodiff.grad(lambda t: query_loss_after_adaptation(t, first_order=True, steps=1, learning_rate=alpha)), THETA)
+    fomaml = run(
+        hodiff.grad(lambda t: query_loss_after_adaptation(t, first_order=True, steps=1, learning_rate=alpha)), THETA
+    )
     adapted = THETA - alpha * hodiff.grad(support_loss)(THETA)
     query_gradient = hodiff.grad(lambda t: mse(FUNCTIONAL(unflatten(t), QUERY[0]), QUERY[1]))(adapted)
     # MAML = (I - alpha H_support) g_query; FOMAML = g_query
@@ -64,7 +78,9 @@ def test_meta_learner_gradient_is_the_mean_of_task_gradients_and_agrees_across_m
     batch = task_batch()
     results = {}
     for mode in ("eager", "graph", "xla"):
-        learner = MetaLearner(small_model(), mse, variant=variant, inner_steps=2, inner_learning_rate=0.05, jit_compile=False)
+        learner = MetaLearner(
+            small_model(), mse, variant=variant, inner_steps=2, inner_learning_rate=0.05, jit_compile=False
+        )
         results[mode] = in_mode(learner._meta_gradients, mode)(*batch)
     for mode in ("graph", "xla"):
         for a, b in zip(results["eager"][1], results[mode][1]):
@@ -75,11 +91,15 @@ def test_meta_learner_gradient_is_the_mean_of_task_gradients_and_agrees_across_m
     for index in range(3):
         with tf.GradientTape() as tape:
             task_loss, _ = learner.adapted_query_loss(learner.functional.parameters(), *[b[index] for b in batch])
-        per_task.append(tape.gradient(task_loss, learner.functional.variables + learner.learned_rates, unconnected_gradients="zero"))
+        per_task.append(
+            tape.gradient(task_loss, learner.functional.variables + learner.learned_rates, unconnected_gradients="zero")
+        )
     for g, *task_grads in zip(grads, *per_task):
         assert_close(g, np.mean(task_grads, axis=0), rtol=1e-12, atol=1e-14)
     if variant in ("meta_sgd", "maml++"):
-        assert all(np.abs(g).max() > 0 for g in grads[len(learner.functional.variables):]), "learned rates get gradients"
+        assert all(np.abs(g).max() > 0 for g in grads[len(learner.functional.variables) :]), (
+            "learned rates get gradients"
+        )
     if variant == "anil":
         before = [v.numpy().copy() for v in learner.functional.variables]
         adapted, _ = learner.adapt_parameters(batch[0][0], batch[1][0], steps=3)
@@ -88,24 +108,36 @@ def test_meta_learner_gradient_is_the_mean_of_task_gradients_and_agrees_across_m
 
 def test_meta_step_trains_and_recompute_gives_the_same_gradient():
     batch = task_batch(4, np.float32)
-    learner = MetaLearner(small_model("float32"), mse, inner_steps=3, inner_learning_rate=0.05, outer_optimizer=keras.optimizers.Adam(1e-2))
+    learner = MetaLearner(
+        small_model("float32"),
+        mse,
+        inner_steps=3,
+        inner_learning_rate=0.05,
+        outer_optimizer=keras.optimizers.Adam(1e-2),
+    )
     first = float(learner.meta_step(*batch)["loss"])
     for _ in range(30):
         outputs = learner.meta_step(*batch)
     assert float(outputs["loss"]) < first and "support_loss" in outputs
     plain = MetaLearner(small_model(), mse, inner_steps=3, jit_compile=False)._meta_gradients(*task_batch())
-    recomputed = MetaLearner(small_model(), mse, inner_steps=3, recompute=True, jit_compile=False)._meta_gradients(*task_batch())
+    recomputed = MetaLearner(small_model(), mse, inner_steps=3, recompute=True, jit_compile=False)._meta_gradients(
+        *task_batch()
+    )
     for a, b in zip(plain[1], recomputed[1]):
         assert_close(b, a, rtol=1e-10, atol=1e-12)
 
 
 def test_batch_norm_is_an_error_or_normalises_with_the_evaluated_batch():
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(4), keras.layers.BatchNormalization(), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((1,)), keras.layers.Dense(4), keras.layers.BatchNormalization(), keras.layers.Dense(1)]
+    )
     with pytest.raises(ValueError, match="running statistics.*batch_statistics=True"):
         FunctionalModel(model)
-    kernel, bias, gamma, beta, kernel2, bias2 = (RNG.normal(size=shape) for shape in [(1, 4), (4,), (4,), (4,), (4, 1), (1,)])
-    mean, variance = np.full(4, 0.5), np.full(4, 2.0)        # running averages
+    kernel, bias, gamma, beta, kernel2, bias2 = (
+        RNG.normal(size=shape) for shape in [(1, 4), (4,), (4,), (4,), (4, 1), (1,)]
+    )
+    mean, variance = np.full(4, 0.5), np.full(4, 2.0)  # running averages
     model.set_weights([w.astype("float32") for w in (kernel, bias, gamma, beta, mean, variance, kernel2, bias2)])
     functional = FunctionalModel(model, batch_statistics=True)
     moving = [v.numpy().copy() for v in model.non_trainable_variables]
@@ -118,7 +150,9 @@ def test_batch_norm_is_an_error_or_normalises_with_the_evaluated_batch():
     assert np.abs(with_running_averages - functional(functional.parameters(), x).numpy()).max() > 0.1
     y = tf.constant(RNG.normal(size=(8, 1)), tf.float32)
     adapted, _ = inner_loop(lambda p: mse(functional(p, x), y), functional.parameters(), 2, 0.1)
-    assert all(np.array_equal(a, v.numpy()) for a, v in zip(moving, model.non_trainable_variables)), "running averages untouched"
+    assert all(np.array_equal(a, v.numpy()) for a, v in zip(moving, model.non_trainable_variables)), (
+        "running averages untouched"
+    )
 
 
 def test_bad_input():
@@ -147,7 +181,7 @@ def test_task_batch_without_a_task_axis_or_without_tasks_is_an_error():
     learner = MetaLearner(small_model(), mse)
     xs, ys, xq, yq = task_batch()
     with pytest.raises(ValueError, match=r"support_x has shape \(5, 1\).*inputs of rank 2.*rank 3.*support_x\[None\]"):
-        learner.meta_step(xs[0], ys[0], xq[0, :5], yq[0, :5])     # 5 "tasks" of one example each
+        learner.meta_step(xs[0], ys[0], xq[0, :5], yq[0, :5])  # 5 "tasks" of one example each
     with pytest.raises(ValueError, match="zero tasks"):
         learner.meta_step(xs[:0], ys[:0], xq[:0], yq[:0])
     assert int(learner.step.optimizer.iterations) == 0
@@ -165,7 +199,13 @@ def test_functional_model_has_one_call_path():
 
 def mixed_twin(model):
     """A mixed_float16 copy of a float32 model (float32 variables, float16 compute)."""
-    twin = keras.Sequential([keras.Input((1,)), keras.layers.Dense(4, activation="tanh", dtype="mixed_float16"), keras.layers.Dense(1, dtype="mixed_float16")])
+    twin = keras.Sequential(
+        [
+            keras.Input((1,)),
+            keras.layers.Dense(4, activation="tanh", dtype="mixed_float16"),
+            keras.layers.Dense(1, dtype="mixed_float16"),
+        ]
+    )
     twin.set_weights(model.get_weights())
     return twin
 
@@ -174,7 +214,7 @@ def test_inner_loop_loss_scale_keeps_float16_inner_gradients(run):
     reference = FunctionalModel(small_model("float32"))
     mixed = FunctionalModel(mixed_twin(reference.model))
     x, y = (tf.cast(t, tf.float32) for t in SUPPORT)
-    tiny = lambda f: lambda p: 1e-8 * mse(tf.cast(f(p, x), tf.float32), y)     # gradients ~1e-9 underflow in float16
+    tiny = lambda f: lambda p: 1e-8 * mse(tf.cast(f(p, x), tf.float32), y)  # gradients ~1e-9 underflow in float16
 
     def adapted(f, loss_scale):
         params, losses = inner_loop(tiny(f), f.parameters(), 1, 1e6, loss_scale=loss_scale)
@@ -196,13 +236,17 @@ def test_mixed_float16_model_meta_trains_with_loss_scaling():
     reference = MetaLearner(small_model("float32"), mse, inner_steps=2, inner_learning_rate=0.05, jit_compile=False)
     expected = reference._meta_gradients(*batch)[1]
     optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2), initial_scale=2.0**12)
-    learner = MetaLearner(mixed_twin(reference.functional.model), mse, inner_steps=2, inner_learning_rate=0.05, outer_optimizer=optimizer)
-    for g, e in zip(learner._meta_gradients(*batch)[1], expected):      # gradients of the scaled query loss
+    learner = MetaLearner(
+        mixed_twin(reference.functional.model), mse, inner_steps=2, inner_learning_rate=0.05, outer_optimizer=optimizer
+    )
+    for g, e in zip(learner._meta_gradients(*batch)[1], expected):  # gradients of the scaled query loss
         assert_close(g.numpy() / 2.0**12, e, rtol=5e-2, atol=5e-3 * np.abs(e).max())
     # from Keras's default scale: steps whose scaled second-order gradients overflow are skipped
     # and halve the scale, then it trains
     optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2))
-    learner = MetaLearner(mixed_twin(reference.functional.model), mse, inner_steps=2, inner_learning_rate=0.05, outer_optimizer=optimizer)
+    learner = MetaLearner(
+        mixed_twin(reference.functional.model), mse, inner_steps=2, inner_learning_rate=0.05, outer_optimizer=optimizer
+    )
     outputs = [learner.meta_step(*batch) for _ in range(30)]
     applied = [bool(o["applied"]) for o in outputs]
     assert sum(applied) >= 25 and int(optimizer.iterations) == sum(applied)

@@ -25,7 +25,13 @@ def max_difference(a, b):
 
 def mlp(dtype="float64", seed=0):
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([keras.Input((2,), dtype=dtype), keras.layers.Dense(8, activation="tanh", dtype=dtype), keras.layers.Dense(1, dtype=dtype)])
+    return keras.Sequential(
+        [
+            keras.Input((2,), dtype=dtype),
+            keras.layers.Dense(8, activation="tanh", dtype=dtype),
+            keras.layers.Dense(1, dtype=dtype),
+        ]
+    )
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
@@ -42,7 +48,9 @@ def test_learning_rate_schedule_advances_once_per_real_update():
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=1, decay_rate=0.5)
     optimizer = keras.optimizers.SGD(schedule)
     x, y = np.ones((4, 2)), np.zeros((4, 1))
-    step = TrainStep(lambda x, y: tf.reduce_mean((model(x) - y) ** 2), model, optimizer, transform=transforms.accumulate(3))
+    step = TrainStep(
+        lambda x, y: tf.reduce_mean((model(x) - y) ** 2), model, optimizer, transform=transforms.accumulate(3)
+    )
     applied = [bool(step(x, y)["applied"]) for _ in range(6)]
     assert applied == [False, False, True, False, False, True]
     assert int(optimizer.iterations.numpy()) == 2
@@ -77,7 +85,12 @@ def test_steps_per_call_equals_repeated_single_steps():
     results = []
     for steps_per_call, calls in ((1, 5), (5, 1)):
         model = mlp()
-        step = TrainStep(lambda x, y: tf.reduce_mean((model(x) - y) ** 2), model, keras.optimizers.Adam(0.05), steps_per_call=steps_per_call)
+        step = TrainStep(
+            lambda x, y: tf.reduce_mean((model(x) - y) ** 2),
+            model,
+            keras.optimizers.Adam(0.05),
+            steps_per_call=steps_per_call,
+        )
         losses = np.concatenate([step(x, y)["losses"].numpy() for _ in range(calls)])
         results.append(([w.numpy() for w in model.weights], losses))
     assert max_difference(results[0][0], results[1][0]) <= 1e-12
@@ -87,7 +100,13 @@ def test_steps_per_call_equals_repeated_single_steps():
 
 def test_per_step_batches_use_one_slice_per_step():
     variable = tf.Variable(0.0, dtype=tf.float64)
-    step = TrainStep(lambda t: tf.reduce_sum((variable - t) ** 2), [variable], keras.optimizers.SGD(0.5), steps_per_call=3, per_step_batches=True)
+    step = TrainStep(
+        lambda t: tf.reduce_sum((variable - t) ** 2),
+        [variable],
+        keras.optimizers.SGD(0.5),
+        steps_per_call=3,
+        per_step_batches=True,
+    )
     outputs = step(np.array([[1.0], [2.0], [3.0]]))
     # SGD with lr 0.5 on (v - t)^2 jumps to t each step: losses (0-1)^2, (1-2)^2, (2-3)^2
     assert_close(outputs["losses"], [1.0, 1.0, 1.0], rtol=1e-15)
@@ -108,7 +127,9 @@ def test_plain_variable_list_and_gradient_statistics(tmp_path):
 
 def run_helper(kind, output, accumulate, env=None, wait=True):
     command = [sys.executable, HELPER, kind, str(output), str(accumulate)]
-    process = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        command, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     return process
 
 
@@ -119,7 +140,11 @@ def finish(process, timeout=240):
 
 def load(path):
     with np.load(path) as saved:
-        return int(saved["replicas"]), int(saved["iterations"]), [saved[f"arr_{i}"] for i in range(len(saved.files) - 2)]
+        return (
+            int(saved["replicas"]),
+            int(saved["iterations"]),
+            [saved[f"arr_{i}"] for i in range(len(saved.files) - 2)],
+        )
 
 
 @pytest.mark.parametrize("accumulate", [1, 2])
@@ -146,7 +171,9 @@ def test_multi_worker_mirrored_strategy_with_two_processes_equals_one_replica(tm
     processes = []
     for index in range(2):
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        processes.append(run_helper("multiworker", tmp_path / f"worker{index}.npz", 2, env={"TF_CONFIG": json.dumps(config)}))
+        processes.append(
+            run_helper("multiworker", tmp_path / f"worker{index}.npz", 2, env={"TF_CONFIG": json.dumps(config)})
+        )
     for process in processes:
         finish(process)
     reference, reference_iterations, _ = train(accumulate=2)
@@ -183,7 +210,10 @@ def regression_step(optimizer, transform=None, jit_compile=True, dtype="float32"
     return model, TrainStep(loss_fn, model, optimizer, transform=transform, jit_compile=jit_compile)
 
 
-XY = (np.random.default_rng(3).normal(size=(16, 2)).astype("float32"), np.random.default_rng(4).normal(size=(16, 1)).astype("float32"))
+XY = (
+    np.random.default_rng(3).normal(size=(16, 2)).astype("float32"),
+    np.random.default_rng(4).normal(size=(16, 1)).astype("float32"),
+)
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
@@ -197,7 +227,7 @@ def test_loss_scale_optimizer_applies_the_unscaled_update_and_clips_true_gradien
     assert max_difference(plain, scaled) <= 1e-6
     for a, b in zip(plain_outputs, scaled_outputs):
         assert float(a["global_norm"]) > 0.3, "clipping is active"
-        assert_close(b["global_norm"], a["global_norm"], rtol=1e-5)        # the transform saw true gradients
+        assert_close(b["global_norm"], a["global_norm"], rtol=1e-5)  # the transform saw true gradients
         assert_close(b["gradient_stats"]["global_norm"], a["gradient_stats"]["global_norm"], rtol=1e-5)
         assert float(b["loss_scale"]) == 2.0**15 and bool(b["applied"])
 
@@ -205,7 +235,13 @@ def test_loss_scale_optimizer_applies_the_unscaled_update_and_clips_true_gradien
 def test_float16_loss_that_underflows_trains_with_loss_scaling():
     def run(optimizer):
         keras.utils.set_random_seed(0)
-        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="tanh", dtype="mixed_float16"), keras.layers.Dense(1, dtype="mixed_float16")])
+        model = keras.Sequential(
+            [
+                keras.Input((2,)),
+                keras.layers.Dense(8, activation="tanh", dtype="mixed_float16"),
+                keras.layers.Dense(1, dtype="mixed_float16"),
+            ]
+        )
         x = XY[0]
         y = 0.5 * x[:, :1] - x[:, 1:]
         mse = lambda: float(np.mean((model(x).numpy().astype(np.float64) - y) ** 2))
@@ -229,13 +265,13 @@ def test_overflowing_scaled_gradient_skips_the_step_and_halves_the_scale(jit_com
     optimizer = loss_scaled(keras.optimizers.SGD(0.1), dynamic_growth_steps=2)
     transform = transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(1))
     step = TrainStep(lambda: factor * tf.reduce_sum(w**2), [w], optimizer, transform=transform, jit_compile=jit_compile)
-    factor.assign(1e35)                  # true gradient 4e35 is finite in float32, scaled by 2^15 it is not
+    factor.assign(1e35)  # true gradient 4e35 is finite in float32, scaled by 2^15 it is not
     outputs = step()
     assert not bool(outputs["applied"]) and float(optimizer.dynamic_scale) == 2.0**14
     assert int(optimizer.iterations) == 0 and w.numpy().tolist() == [1.0, 2.0]
     assert int(outputs["total_skips"]) == 0 and int(outputs["accumulated"]) == 0, "an overflow is not a divergence"
     factor.assign(1.0)
-    for scale in (2.0**14, 2.0**15):     # two finite steps in a row double the scale
+    for scale in (2.0**14, 2.0**15):  # two finite steps in a row double the scale
         outputs = step()
         assert bool(outputs["applied"]) and float(optimizer.dynamic_scale) == scale
     assert int(optimizer.iterations) == 2
@@ -245,7 +281,9 @@ def test_overflowing_scaled_gradient_skips_the_step_and_halves_the_scale(jit_com
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_empty_batch_is_not_a_step(jit_compile):
     transform = transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(2))
-    model, step = regression_step(loss_scaled(keras.optimizers.Adam(0.1), dynamic_growth_steps=1), transform, jit_compile)
+    model, step = regression_step(
+        loss_scaled(keras.optimizers.Adam(0.1), dynamic_growth_steps=1), transform, jit_compile
+    )
     before = [v.numpy().copy() for v in model.weights + step.optimizer.variables]
     x, y = XY
     dynamic = tf.function(step, input_signature=[tf.TensorSpec((None, 2)), tf.TensorSpec((None, 1))])
@@ -281,7 +319,8 @@ def train(strategy):
     for value in (1.0, 1e35, 1.0, 1.0):
         factor.assign(value)
         applied.append(bool(step(x, y)["applied"]))
-    return [w.numpy() for w in model.weights], applied, float(optimizer.dynamic_scale.numpy()), int(optimizer.iterations.numpy())
+    scale, iterations = float(optimizer.dynamic_scale.numpy()), int(optimizer.iterations.numpy())
+    return [w.numpy() for w in model.weights], applied, scale, iterations
 
 weights, applied, scale, iterations = train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
 reference, reference_applied, reference_scale, reference_iterations = train(None)
@@ -300,9 +339,11 @@ def test_loss_scaling_under_mirrored_strategy_equals_one_replica():
 def test_monitor_and_clipping_norms_are_reported_apart(jit_compile):
     w = tf.Variable([0.0, 0.0])
     transform = transforms.chain(transforms.accumulate(2), transforms.clip_by_global_norm(1.0))
-    step = TrainStep(lambda t: tf.reduce_sum(w * t), [w], keras.optimizers.SGD(1.0), transform=transform, jit_compile=jit_compile)
+    step = TrainStep(
+        lambda t: tf.reduce_sum(w * t), [w], keras.optimizers.SGD(1.0), transform=transform, jit_compile=jit_compile
+    )
     step(np.array([3.0, 4.0], "float32"))
     outputs = step(np.array([0.0, 0.0], "float32"))
-    assert float(outputs["gradient_stats"]["global_norm"]) == 0.0        # this micro-batch's raw gradient
-    assert_close(outputs["global_norm"], 2.5, rtol=1e-6)               # the accumulated mean [1.5, 2] that was clipped
+    assert float(outputs["gradient_stats"]["global_norm"]) == 0.0  # this micro-batch's raw gradient
+    assert_close(outputs["global_norm"], 2.5, rtol=1e-6)  # the accumulated mean [1.5, 2] that was clipped
     assert_close(w, [-0.6, -0.8], rtol=1e-6)

@@ -81,7 +81,9 @@ def test_accumulate_means_over_calls_and_respects_incoming_skips(run):
 
 
 def test_chain_reports_every_transform():
-    transform = transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(1), transforms.clip_by_global_norm(1.0))
+    transform = transforms.chain(
+        transforms.skip_nonfinite(), transforms.accumulate(1), transforms.clip_by_global_norm(1.0)
+    )
     update = transform(GRADS, VARIABLES)
     assert set(update.info) == {"skipped", "consecutive_skips", "total_skips", "accumulated", "global_norm"}
     assert_close(transforms.global_norm(update.grads), 1.0, rtol=1e-14)
