@@ -33,7 +33,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -205,7 +206,7 @@ def inner_loop(
                 "tensor per parameter."
             )
 
-        def one_step(*current):
+        def one_step(*current, rates=rates):
             with tf.GradientTape() as tape:
                 tape.watch(current)
                 loss = full_precision(objective(list(current)))

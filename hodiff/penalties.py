@@ -7,7 +7,8 @@ uses a nested tape and :func:`hodiff.stable.safe_norm`, so that derivative is ri
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 

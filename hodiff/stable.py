@@ -12,7 +12,7 @@ written with ``tf.stop_gradient`` so that every order of derivative is the docum
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import tensorflow as tf
 

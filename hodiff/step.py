@@ -19,7 +19,8 @@ bfloat16 loss (a ``mixed_float16`` model) is cast to float32 first.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import tensorflow as tf

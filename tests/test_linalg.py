@@ -2,10 +2,10 @@
 
 import numpy as np
 import tensorflow as tf
+from conftest import make_mlp, points
 
 import hodiff
 from hodiff.checks import reference_hessian
-from conftest import make_mlp, points
 
 
 def rosenbrock(x):

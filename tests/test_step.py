@@ -10,8 +10,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from helpers.step_problem import train
+
 from hodiff import transforms
 from hodiff.checks import assert_close
 from hodiff.step import TrainStep
@@ -86,7 +86,7 @@ def test_steps_per_call_equals_repeated_single_steps():
     for steps_per_call, calls in ((1, 5), (5, 1)):
         model = mlp()
         step = TrainStep(
-            lambda x, y: tf.reduce_mean((model(x) - y) ** 2),
+            lambda x, y, model=model: tf.reduce_mean((model(x) - y) ** 2),
             model,
             keras.optimizers.Adam(0.05),
             steps_per_call=steps_per_call,
