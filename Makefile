@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test demo docs benchmark slow clean
+.PHONY: test lint demo docs benchmark slow clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,14 +13,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
-test: $(STAMP)
+test: lint
 	$(PY) -m pytest -m "not slow" -n 2 -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 slow: $(STAMP)
 	$(PY) -m pytest -m slow -q
 
 demo: $(STAMP)
-	$(PY) -m pinn_examples burgers
+	$(PY) -m pinn_examples burgers --overwrite
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict

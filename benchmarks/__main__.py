@@ -4,7 +4,12 @@ import argparse
 import importlib
 import sys
 
-SUITES = {"control": "benchmarks.control", "derivatives": "benchmarks.derivatives", "meta": "benchmarks.meta", "pinn": "benchmarks.pinn"}
+SUITES = {
+    "control": "benchmarks.control",
+    "derivatives": "benchmarks.derivatives",
+    "meta": "benchmarks.meta",
+    "pinn": "benchmarks.pinn",
+}
 
 
 def main(argv=None) -> int:

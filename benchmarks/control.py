@@ -53,9 +53,15 @@ def plain_keras_step(model: keras.Model, optimizer: keras.optimizers.Optimizer):
 
 
 def hodiff_step(model: keras.Model, steps_per_call: int = 1, full: bool = True) -> TrainStep:
-    transform = transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(4), transforms.clip_by_global_norm(1.0)) if full else None
+    transform = (
+        transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(4), transforms.clip_by_global_norm(1.0))
+        if full
+        else None
+    )
     loss_fn = lambda x, y: tf.reduce_mean((model(x) - y) ** 2)
-    return TrainStep(loss_fn, model, keras.optimizers.Adam(1e-4), transform=transform, steps_per_call=steps_per_call, monitor=full)
+    return TrainStep(
+        loss_fn, model, keras.optimizers.Adam(1e-4), transform=transform, steps_per_call=steps_per_call, monitor=full
+    )
 
 
 def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
@@ -63,30 +69,62 @@ def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
     plain_model, hodiff_model = mlp(32, width, depth), mlp(32, width, depth)
     plain = plain_keras_step(plain_model, keras.optimizers.Adam(1e-4))
     step = hodiff_step(hodiff_model)
-    times = interleaved_median_seconds({"keras_apply_gradients": lambda: plain(x, y), "hodiff_train_step": lambda: step(x, y)["loss"]}, repeats=repeats, calls=20)
-    return {"width": width, "depth": depth, "batch": batch, "seconds": times, "ratio": times["hodiff_train_step"] / times["keras_apply_gradients"]}
+    times = interleaved_median_seconds(
+        {"keras_apply_gradients": lambda: plain(x, y), "hodiff_train_step": lambda: step(x, y)["loss"]},
+        repeats=repeats,
+        calls=20,
+    )
+    return {
+        "width": width,
+        "depth": depth,
+        "batch": batch,
+        "seconds": times,
+        "ratio": times["hodiff_train_step"] / times["keras_apply_gradients"],
+    }
 
 
 def bench_dispatch(steps_per_call: int, repeats: int) -> dict:
     x, y = data(32, 2)
     single, looped = hodiff_step(mlp(2, 16, 2), 1, full=False), hodiff_step(mlp(2, 16, 2), steps_per_call, full=False)
-    times = interleaved_median_seconds({"steps_per_call_1": lambda: single(x, y)["loss"], f"steps_per_call_{steps_per_call}": lambda: looped(x, y)["loss"]}, repeats=repeats, calls=3)
-    per_step = {"steps_per_call_1": times["steps_per_call_1"], f"steps_per_call_{steps_per_call}": times[f"steps_per_call_{steps_per_call}"] / steps_per_call}
-    return {"model": "2-16-16-1 relu MLP, batch 32", "seconds_per_step": per_step, "speedup": per_step["steps_per_call_1"] / per_step[f"steps_per_call_{steps_per_call}"]}
+    times = interleaved_median_seconds(
+        {
+            "steps_per_call_1": lambda: single(x, y)["loss"],
+            f"steps_per_call_{steps_per_call}": lambda: looped(x, y)["loss"],
+        },
+        repeats=repeats,
+        calls=3,
+    )
+    per_step = {
+        "steps_per_call_1": times["steps_per_call_1"],
+        f"steps_per_call_{steps_per_call}": times[f"steps_per_call_{steps_per_call}"] / steps_per_call,
+    }
+    return {
+        "model": "2-16-16-1 relu MLP, batch 32",
+        "seconds_per_step": per_step,
+        "speedup": per_step["steps_per_call_1"] / per_step[f"steps_per_call_{steps_per_call}"],
+    }
 
 
 def markdown(results: dict) -> str:
     lines = [
-        "| MLP (width x depth, batch) | Keras apply_gradients (ms/micro-batch) | hodiff TrainStep, accumulate 4 + clip + skip + stats (ms) | ratio |",
+        "| MLP (width x depth, batch) | Keras apply_gradients (ms/micro-batch) "
+        "| hodiff TrainStep, accumulate 4 + clip + skip + stats (ms) | ratio |",
         "|---|---|---|---|",
     ]
     for case in results["overhead"]:
         seconds = case["seconds"]
-        lines.append(f"| {case['width']} x {case['depth']}, {case['batch']} | {1e3 * seconds['keras_apply_gradients']:.3f} | {1e3 * seconds['hodiff_train_step']:.3f} | {case['ratio']:.2f}x |")
+        lines.append(
+            f"| {case['width']} x {case['depth']}, {case['batch']} | {1e3 * seconds['keras_apply_gradients']:.3f} "
+            f"| {1e3 * seconds['hodiff_train_step']:.3f} | {case['ratio']:.2f}x |"
+        )
     dispatch = results["dispatch"]
     (one, many) = dispatch["seconds_per_step"].items()
-    lines += ["", f"| {dispatch['model']} | {one[0]} (ms/step) | {many[0]} (ms/step) | speedup |", "|---|---|---|---|",
-              f"| | {1e3 * one[1]:.4f} | {1e3 * many[1]:.4f} | {dispatch['speedup']:.1f}x |"]
+    lines += [
+        "",
+        f"| {dispatch['model']} | {one[0]} (ms/step) | {many[0]} (ms/step) | speedup |",
+        "|---|---|---|---|",
+        f"| | {1e3 * one[1]:.4f} | {1e3 * many[1]:.4f} | {dispatch['speedup']:.1f}x |",
+    ]
     return "\n".join(lines)
 
 

@@ -87,7 +87,11 @@ def compiled_route(d, width, n, route_name, what):
 
 
 def _time_in_child(queue, d, width, n, route_name, what, repeats):
-    queue.put(interleaved_median_seconds({route_name: compiled_route(d, width, n, route_name, what)}, repeats=repeats)[route_name])
+    queue.put(
+        interleaved_median_seconds({route_name: compiled_route(d, width, n, route_name, what)}, repeats=repeats)[
+            route_name
+        ]
+    )
 
 
 def time_with_compile_budget(d, width, n, route_name, what, repeats, budget_seconds):
@@ -112,7 +116,9 @@ def bench_laplacian(d, width, n, repeats, tf_budget_seconds):
     operators = {name: compiled_route(d, width, n, name, "operator") for name in ("nested", "forward")}
     steps = {name: compiled_route(d, width, n, name, "step") for name in ("nested", "forward")}
     if peers.jax_installed():
-        operators["jax_hessian_trace"], steps["jax_hessian_trace"] = peers.jax_laplacian_routes(mlp(d, width), points(d, n))
+        operators["jax_hessian_trace"], steps["jax_hessian_trace"] = peers.jax_laplacian_routes(
+            mlp(d, width), points(d, n)
+        )
     operator_seconds = interleaved_median_seconds(operators, repeats=repeats)
     step_seconds = interleaved_median_seconds(steps, repeats=repeats)
     for what, seconds in (("operator", operator_seconds), ("step", step_seconds)):
@@ -125,9 +131,13 @@ def bench_laplacian(d, width, n, repeats, tf_budget_seconds):
     if "tf_batch_jacobian" in operator_seconds:
         outputs["tf_batch_jacobian"] = compiled_route(d, width, n, "tf_batch_jacobian", "operator")
     reference = np.reshape(np.asarray(operators["nested"]()), -1)
-    agreement = {name: float(np.max(np.abs(np.reshape(np.asarray(run()), -1) - reference))) for name, run in outputs.items()}
+    agreement = {
+        name: float(np.max(np.abs(np.reshape(np.asarray(run()), -1) - reference))) for name, run in outputs.items()
+    }
     return {
-        "d": d, "width": width, "N": n,
+        "d": d,
+        "width": width,
+        "N": n,
         "operator_seconds": operator_seconds,
         "step_seconds": step_seconds,
         "tf_batch_jacobian_budget_seconds": tf_budget_seconds,
@@ -145,7 +155,9 @@ def bench_hvp(d, width, n, repeats):
     candidates = {
         "gradient": tf.function(lambda: hodiff.grad(loss)(weights), jit_compile=True),
         "hvp_forward_over_reverse": tf.function(lambda: hodiff.hvp(loss, weights, directions), jit_compile=True),
-        "hvp_reverse_over_reverse": tf.function(lambda: hodiff.hvp(loss, weights, directions, mode="reverse_over_reverse"), jit_compile=True),
+        "hvp_reverse_over_reverse": tf.function(
+            lambda: hodiff.hvp(loss, weights, directions, mode="reverse_over_reverse"), jit_compile=True
+        ),
     }
     if peers.jax_installed():
         candidates.update(peers.jax_hvp_routes(model, x, target, directions))
@@ -154,19 +166,22 @@ def bench_hvp(d, width, n, repeats):
 
 def markdown(results) -> str:
     lines = [
-        "| d | width | N | what | nested (ms) | forward (ms) | TF batch_jacobian (ms) | JAX hessian trace (ms) | nested / forward | TF / forward | JAX / forward |",
+        "| d | width | N | what | nested (ms) | forward (ms) | TF batch_jacobian (ms) | JAX hessian trace (ms) "
+        "| nested / forward | TF / forward | JAX / forward |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results["laplacian"]:
         for what, key in (("operator", "operator_seconds"), ("training step", "step_seconds")):
             t = row[key]
             budget = row["tf_batch_jacobian_budget_seconds"]
-            tf_ms = f"{1e3 * t['tf_batch_jacobian']:.2f}" if "tf_batch_jacobian" in t else f"not done in {budget:.0f} s"
-            tf_ratio = f"{t['tf_batch_jacobian'] / t['forward']:.2f}x" if "tf_batch_jacobian" in t else "-"
+            done = "tf_batch_jacobian" in t
+            tf_ms = f"{1e3 * t['tf_batch_jacobian']:.2f}" if done else f"not done in {budget:.0f} s"
+            tf_ratio = f"{t['tf_batch_jacobian'] / t['forward']:.2f}x" if done else "-"
             jax_ms = f"{1e3 * t['jax_hessian_trace']:.2f}" if "jax_hessian_trace" in t else "not installed"
             jax_ratio = f"{t['jax_hessian_trace'] / t['forward']:.2f}x" if "jax_hessian_trace" in t else "-"
             lines.append(
-                f"| {row['d']} | {row['width']} | {row['N']} | {what} | {1e3 * t['nested']:.2f} | {1e3 * t['forward']:.2f} "
+                f"| {row['d']} | {row['width']} | {row['N']} | {what} | {1e3 * t['nested']:.2f} "
+                f"| {1e3 * t['forward']:.2f} "
                 f"| {tf_ms} | {jax_ms} | {t['nested'] / t['forward']:.2f}x | {tf_ratio} | {jax_ratio} |"
             )
     h = results["hvp"]["seconds"]
@@ -187,14 +202,21 @@ def main(argv=None) -> int:
     parser.add_argument("--config", action="append", metavar="D,WIDTH,N", help="run only these configs (repeatable)")
     parser.add_argument("--quick", action="store_true", help="smallest config only, 2 repeats (a smoke run)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--tf-budget", type=float, default=180.0, help="seconds allowed to compile and time TF's own route, per case")
+    parser.add_argument(
+        "--tf-budget", type=float, default=180.0, help="seconds allowed to compile and time TF's own route, per case"
+    )
     args = parser.parse_args(argv)
     configs = CONFIGS[:1] if args.quick else CONFIGS
     if args.config:
         configs = [tuple(int(v) for v in config.split(",")) for config in args.config]
     repeats = 2 if args.quick else args.repeats
     results = {
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "tensorflow": tf.__version__, "devices": [d.name for d in tf.config.list_logical_devices()]},
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "tensorflow": tf.__version__,
+            "devices": [d.name for d in tf.config.list_logical_devices()],
+        },
         "laplacian": [],
     }
     for d, width, n in configs:

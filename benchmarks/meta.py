@@ -77,12 +77,16 @@ def jax_meta_step(model: keras.Model):
 
     @jax.jit
     def step(p, opt_state, xs, ys, xq, yq):
-        loss, grads = jax.value_and_grad(lambda q: jnp.mean(jax.vmap(task_loss, (None, 0, 0, 0, 0))(q, xs, ys, xq, yq)))(p)
+        loss, grads = jax.value_and_grad(
+            lambda q: jnp.mean(jax.vmap(task_loss, (None, 0, 0, 0, 0))(q, xs, ys, xq, yq))
+        )(p)
         updates, opt_state = optimizer.update(grads, opt_state)
         return optax.apply_updates(p, updates), opt_state, loss
 
     def call(xs, ys, xq, yq):
-        state["params"], state["opt"], loss = step(state["params"], state["opt"], *(jnp.asarray(a.numpy()) for a in (xs, ys, xq, yq)))
+        state["params"], state["opt"], loss = step(
+            state["params"], state["opt"], *(jnp.asarray(a.numpy()) for a in (xs, ys, xq, yq))
+        )
         return loss
 
     return call, jax.__version__
@@ -91,7 +95,9 @@ def jax_meta_step(model: keras.Model):
 def main(argv=None) -> int:
     args = suite_arguments("meta", __doc__.splitlines()[0], 7, RESULTS, argv)
     batch = sample_tasks(np.random.default_rng(0), 25, 10, 10)[:4]
-    learner = MetaLearner(network(0), mse, inner_steps=1, inner_learning_rate=ALPHA, outer_optimizer=keras.optimizers.Adam(1e-3))
+    learner = MetaLearner(
+        network(0), mse, inner_steps=1, inner_learning_rate=ALPHA, outer_optimizer=keras.optimizers.Adam(1e-3)
+    )
     eager_model, graph_model = network(0), network(0)
     eager = plain_meta_step(eager_model, keras.optimizers.Adam(1e-3))
     graph = tf.function(plain_meta_step(graph_model, keras.optimizers.Adam(1e-3)))
@@ -115,7 +121,10 @@ def main(argv=None) -> int:
         "hodiff_speedup": {name: s / hodiff_seconds for name, s in seconds.items()},
     }
     lines = ["| route | meta-iterations / s | hodiff speedup |", "|---|---|---|"]
-    lines += [f"| {name} | {results['iterations_per_second'][name]:.1f} | {results['hodiff_speedup'][name]:.1f}x |" for name in seconds]
+    lines += [
+        f"| {name} | {results['iterations_per_second'][name]:.1f} | {results['hodiff_speedup'][name]:.1f}x |"
+        for name in seconds
+    ]
     report(results, "\n".join(lines), args.output)
     return 0
 

@@ -42,7 +42,9 @@ INTERIOR, BOUNDARY, INITIAL = 2540, 80, 160
 def hodiff_trainer() -> pinn.Trainer:
     problem = burgers.problem(conditions_count=(BOUNDARY, INITIAL))
     model = pinn.mlp(problem.domain, width=20, depth=3, dtype="float32")
-    return pinn.Trainer(problem, model, interior=INTERIOR, steps_per_call=STEPS_PER_CALL, log_every=STEPS_PER_CALL, progress=False)
+    return pinn.Trainer(
+        problem, model, interior=INTERIOR, steps_per_call=STEPS_PER_CALL, log_every=STEPS_PER_CALL, progress=False
+    )
 
 
 def plain_tf_step(trainer: pinn.Trainer, jit_compile: bool):
@@ -65,8 +67,11 @@ def plain_tf_step(trainer: pinn.Trainer, jit_compile: bool):
                 u_x, u_t = du[:, 0], du[:, 1]
             u_xx = outer.gradient(u_x, interior)[:, 0]
             residual = u_t + u * u_x - burgers.NU * u_xx
-            loss = (tf.reduce_mean(residual**2) + tf.reduce_mean(model(boundary) ** 2)
-                    + tf.reduce_mean((model(initial)[:, 0] + tf.sin(np.pi * initial[:, 0])) ** 2))
+            loss = (
+                tf.reduce_mean(residual**2)
+                + tf.reduce_mean(model(boundary) ** 2)
+                + tf.reduce_mean((model(initial)[:, 0] + tf.sin(np.pi * initial[:, 0])) ** 2)
+            )
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
@@ -107,11 +112,13 @@ def time_deepxde(repeats: int) -> dict | None:
         import deepxde  # noqa: F401
     except Exception:
         return None
-    done = subprocess.run([sys.executable, "-c", DEEPXDE_SCRIPT, str(repeats)], capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        [sys.executable, "-c", DEEPXDE_SCRIPT, str(repeats)], capture_output=True, text=True, timeout=1800
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
     if not lines:
         return {"error": done.stderr[-500:]}
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def jax_step(trainer: pinn.Trainer):
@@ -122,7 +129,11 @@ def jax_step(trainer: pinn.Trainer):
         import optax
     except ImportError:
         return None
-    params = [(jnp.asarray(layer.kernel.numpy()), jnp.asarray(layer.bias.numpy())) for layer in trainer.model.layers if isinstance(layer, keras.layers.Dense)]
+    params = [
+        (jnp.asarray(layer.kernel.numpy()), jnp.asarray(layer.bias.numpy()))
+        for layer in trainer.model.layers
+        if isinstance(layer, keras.layers.Dense)
+    ]
     interior = jnp.asarray(trainer.interior.numpy())
     boundary, initial = (jnp.asarray(arrays["points"].numpy()) for arrays in trainer.condition_arrays)
     optimizer = optax.adam(1e-3)
@@ -140,8 +151,11 @@ def jax_step(trainer: pinn.Trainer):
         u_xx = jax.vmap(lambda p: jax.grad(lambda q: jax.grad(u_fn)(q)[0])(p)[0])(interior)
         values = jax.vmap(u_fn)(interior)
         residual = du[:, 1] + values * du[:, 0] - burgers.NU * u_xx
-        return (jnp.mean(residual**2) + jnp.mean(jax.vmap(u_fn)(boundary) ** 2)
-                + jnp.mean((jax.vmap(u_fn)(initial) + jnp.sin(jnp.pi * initial[:, 0])) ** 2))
+        return (
+            jnp.mean(residual**2)
+            + jnp.mean(jax.vmap(u_fn)(boundary) ** 2)
+            + jnp.mean((jax.vmap(u_fn)(initial) + jnp.sin(jnp.pi * initial[:, 0])) ** 2)
+        )
 
     @jax.jit
     def step(params, opt_state):
@@ -171,7 +185,9 @@ def main(argv=None) -> int:
         if jax_candidate is not None:
             candidates["JAX (jax.jit, optax)"] = (jax_candidate[0], 1)
             peers["jax"] = jax_candidate[1]
-    seconds = interleaved_median_seconds({name: fn for name, (fn, _) in candidates.items()}, repeats=repeats, calls=STEPS_PER_CALL // 10)
+    seconds = interleaved_median_seconds(
+        {name: fn for name, (fn, _) in candidates.items()}, repeats=repeats, calls=STEPS_PER_CALL // 10
+    )
     per_step = {name: seconds[name] / steps for name, (_, steps) in candidates.items()}
     if not args.quick:
         print("DeepXDE ...", flush=True)
@@ -184,12 +200,16 @@ def main(argv=None) -> int:
     hodiff_name = next(name for name in per_step if name.startswith("hodiff"))
     results = {
         "machine": machine(**peers),
-        "problem": f"Burgers, 3x20 tanh, {INTERIOR} interior + {BOUNDARY} boundary + {INITIAL} initial points, Adam, float32",
+        "problem": f"Burgers, 3x20 tanh, {INTERIOR} interior + {BOUNDARY} boundary + {INITIAL} initial points, "
+        "Adam, float32",
         "ms_per_step": {name: 1e3 * s for name, s in per_step.items()},
         "ratio_to_hodiff": {name: s / per_step[hodiff_name] for name, s in per_step.items()},
     }
     lines = ["| route | ms per Adam step | time relative to hodiff |", "|---|---|---|"]
-    lines += [f"| {name} | {results['ms_per_step'][name]:.3f} | {results['ratio_to_hodiff'][name]:.2f}x |" for name in per_step]
+    lines += [
+        f"| {name} | {results['ms_per_step'][name]:.3f} | {results['ratio_to_hodiff'][name]:.2f}x |"
+        for name in per_step
+    ]
     report(results, "\n".join(lines), args.output)
     return 0
 

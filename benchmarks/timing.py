@@ -6,17 +6,20 @@ import json
 import os
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
-def interleaved_median_seconds(candidates: dict[str, Callable[[], object]], repeats: int = 7, calls: int = 5) -> dict[str, float]:
+def interleaved_median_seconds(
+    candidates: dict[str, Callable[[], object]], repeats: int = 7, calls: int = 5
+) -> dict[str, float]:
     """Median wall time of one call of each candidate; all are warmed up (compiled) first.
 
     Each repeat times ``calls`` back-to-back calls of every candidate in turn; a call's result
     is forced to the host (``.numpy()``, or ``block_until_ready()`` for JAX) so asynchronous
     work is counted.
     """
+
     def force(result):
         for leaf in result if isinstance(result, (list, tuple)) else [result]:
             getattr(leaf, "block_until_ready", getattr(leaf, "numpy", lambda: None))()

@@ -7,6 +7,7 @@ gradient monitoring and compiled training steps; PINN solvers (``hodiff.pinn``) 
 meta-learning (``hodiff.meta``). Everything runs in eager mode, ``tf.function`` and XLA.
 """
 
+from hodiff import checks, meta, monitor, multitask, penalties, pinn, stable, transforms
 from hodiff.derivatives import (
     HVP_MODES,
     batch_hessian,
@@ -32,9 +33,8 @@ from hodiff.operators import (
     stochastic_divergence,
     stochastic_laplacian,
 )
-from hodiff.taylor import Jet, forward_jet, forward_laplacian
-from hodiff import checks, meta, monitor, multitask, penalties, pinn, stable, transforms
 from hodiff.step import TrainStep
+from hodiff.taylor import Jet, forward_jet, forward_laplacian
 
 __version__ = "0.1.0"
 

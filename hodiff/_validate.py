@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -90,7 +91,9 @@ def watch(tape: tf.GradientTape, value: Any) -> None:
         tape.watch(leaf)
 
 
-def gradient(tape, target, sources: list, names: Sequence[str], unconnected: str, caller: str, output_gradients=None) -> list:
+def gradient(
+    tape, target, sources: list, names: Sequence[str], unconnected: str, caller: str, output_gradients=None
+) -> list:
     """``tape.gradient`` with hodiff's unconnected policy and dense results.
 
     ``sources`` is a list with one entry (a tensor or a structure) per name in ``names``;
@@ -128,9 +131,7 @@ def check_same_shape(value: Any, reference: Any, name: str, reference_name: str,
     try:
         tf.nest.assert_same_structure(value, reference)
     except (ValueError, TypeError) as error:
-        raise ValueError(
-            f"{caller}: `{name}` must have the same structure as `{reference_name}`: {error}"
-        ) from None
+        raise ValueError(f"{caller}: `{name}` must have the same structure as `{reference_name}`: {error}") from None
     for leaf, ref in zip(tf.nest.flatten(value), tf.nest.flatten(reference)):
         if not tf.TensorShape(leaf.shape).is_compatible_with(ref.shape):
             raise ValueError(
@@ -152,7 +153,9 @@ def check_field_points(x: tf.Tensor, caller: str) -> int:
     return int(x.shape[1])
 
 
-def check_per_point_values(values: tf.Tensor, num_points_like: tf.Tensor, what: str, caller: str) -> tuple[tf.Tensor, bool]:
+def check_per_point_values(
+    values: tf.Tensor, num_points_like: tf.Tensor, what: str, caller: str
+) -> tuple[tf.Tensor, bool]:
     """Checks that a field returned one value per point, (N,) or (N, 1).
 
     Returns the values as (N,) and whether the field returned a column (N, 1).

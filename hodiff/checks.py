@@ -8,7 +8,8 @@ are independent of the machinery under test. Every check runs hodiff in eager mo
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.differentiate
@@ -49,7 +50,14 @@ def default_tolerance(dtype: tf.DType | np.dtype, order: int = 1) -> float:
     return 2e-3 if order == 1 else 1e-2
 
 
-def assert_close(actual: Any, expected: Any, rtol: float, atol: float | None = None, what: str = "derivative", reference_error: Any = None) -> None:
+def assert_close(
+    actual: Any,
+    expected: Any,
+    rtol: float,
+    atol: float | None = None,
+    what: str = "derivative",
+    reference_error: Any = None,
+) -> None:
     """Asserts ``|actual - expected| <= atol + rtol * |expected|`` entrywise.
 
     ``atol`` defaults to ``rtol * max(1, max|expected|)`` so that entries that should be zero
@@ -64,8 +72,16 @@ def assert_close(actual: Any, expected: Any, rtol: float, atol: float | None = N
         atol = rtol * max(1.0, float(np.max(np.abs(expected), initial=0.0)))
     excess = np.abs(actual - expected) - (atol + rtol * np.abs(expected))
     if not np.all(np.isfinite(actual)) or np.any(excess > 0):
-        worst = np.unravel_index(np.argmax(np.where(np.isfinite(actual), excess, np.inf)), actual.shape) if actual.size else ()
-        scipy_error = "" if reference_error is None else f", scipy's error estimate there {np.asarray(reference_error)[worst]:.3g}"
+        worst = (
+            np.unravel_index(np.argmax(np.where(np.isfinite(actual), excess, np.inf)), actual.shape)
+            if actual.size
+            else ()
+        )
+        scipy_error = (
+            ""
+            if reference_error is None
+            else f", scipy's error estimate there {np.asarray(reference_error)[worst]:.3g}"
+        )
         raise AssertionError(
             f"{what} differs from the scipy reference: worst entry at index {tuple(int(i) for i in worst)}: "
             f"hodiff {actual[worst]:.12g} vs reference {expected[worst]:.12g} (|diff| "
@@ -219,7 +235,14 @@ def check_grads(
         for mode in modes:
             tolerance = default_tolerance(dtype, 1) if rtol is None else rtol
             actual = in_mode(first, mode)(*args)
-            assert_close(actual, expected, tolerance, atol, f"first derivative w.r.t. args[{index}] ({mode}, {dtype.name})", error)
+            assert_close(
+                actual,
+                expected,
+                tolerance,
+                atol,
+                f"first derivative w.r.t. args[{index}] ({mode}, {dtype.name})",
+                error,
+            )
         if order == 1:
             continue
         expected, error = reference_hessian(f, args, index)
@@ -238,7 +261,9 @@ def check_grads(
             second = in_mode(derivatives.hessian(of_arg), mode)(args[index])
             assert_close(second, expected, tolerance, atol, f"second derivative {what}", error)
             for hvp_mode in derivatives.HVP_MODES:
-                product = in_mode(lambda a, m=hvp_mode, v=direction: derivatives.hvp(of_arg, a, v, mode=m), mode)(args[index])
+                product = in_mode(lambda a, m=hvp_mode, v=direction: derivatives.hvp(of_arg, a, v, mode=m), mode)(
+                    args[index]
+                )
                 assert_close(np.ravel(product), expected_hvp, tolerance, atol, f"hvp {hvp_mode} {what}")
 
 
@@ -279,4 +304,6 @@ def check_laplacian(
         for mode in modes:
             actual = in_mode(operators.laplacian(u, method=method), mode)(x)
             tolerance = default_tolerance(x.dtype, 2) if rtol is None else rtol
-            assert_close(np.reshape(actual, -1), expected, tolerance, atol, f"laplacian {method} ({mode}, {x.dtype.name})", error)
+            assert_close(
+                np.reshape(actual, -1), expected, tolerance, atol, f"laplacian {method} ({mode}, {x.dtype.name})", error
+            )

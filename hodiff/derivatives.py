@@ -8,7 +8,8 @@ mode, inside ``tf.function`` and inside ``tf.function(jit_compile=True)``, on te
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -226,7 +227,9 @@ def jvp(
             f"e.g. jvp(f, (x,), (v,)); got {type(primals).__name__} and {type(tangents).__name__}."
         )
     if len(primals) != len(tangents):
-        raise ValueError(f"{caller}: got {len(primals)} primals but {len(tangents)} tangents; give one tangent per primal.")
+        raise ValueError(
+            f"{caller}: got {len(primals)} primals but {len(tangents)} tangents; give one tangent per primal."
+        )
     primals = _independent_args(primals, range(len(primals)), caller, "primals")
     tangents = [_validate.as_differentiable(t, f"tangents[{i}]", caller) for i, t in enumerate(tangents)]
     for i, (p, t) in enumerate(zip(primals, tangents)):
@@ -240,9 +243,7 @@ def jvp(
     return (output, tangent_out, aux) if has_aux else (output, tangent_out)
 
 
-def vjp(
-    f: Callable[..., Any], *primals: Any, has_aux: bool = False, unconnected: str = "error"
-) -> tuple[Any, ...]:
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False, unconnected: str = "error") -> tuple[Any, ...]:
     """Reverse-mode vector-Jacobian product: returns ``f(*primals)`` and a pullback.
 
     Args:
@@ -368,13 +369,19 @@ def batch_jacobian(
     def batch_jacobian_f(x):
         x = _validate.as_differentiable(x, "x", caller)
         if x.shape.rank is None or x.shape.rank < 1:
-            raise ValueError(f"{caller}: `x` must have a leading batch axis, shape (N, ...); got shape {tuple(x.shape)}. For one example use x[None].")
+            raise ValueError(
+                f"{caller}: `x` must have a leading batch axis, shape (N, ...); got shape {tuple(x.shape)}. "
+                f"For one example use x[None]."
+            )
         with tf.GradientTape() as tape:
             tape.watch(x)
             output, aux = _split_aux(f(x), has_aux, caller)
             output = tf.convert_to_tensor(output)
             if output.shape.rank < 1:
-                raise ValueError(f"{caller}: f must return a batch, shape (N, ...); it returned shape {tuple(output.shape)}. Use jacobian(f) for unbatched functions.")
+                raise ValueError(
+                    f"{caller}: f must return a batch, shape (N, ...); it returned shape {tuple(output.shape)}. "
+                    f"Use jacobian(f) for unbatched functions."
+                )
             flat_output = tf.reshape(output, (tf.shape(output)[0], -1))
         result_shape = tf.concat([tf.shape(output), tf.shape(x)[1:]], axis=0)
         if x.shape[0] == 0:  # tape.batch_jacobian divides by the batch size
@@ -553,7 +560,9 @@ def elementwise_derivatives(
     return elementwise_derivatives_f
 
 
-def nth_derivative(f: Callable[[tf.Tensor], tf.Tensor], n: int, unconnected: str = "error") -> Callable[[tf.Tensor], tf.Tensor]:
+def nth_derivative(
+    f: Callable[[tf.Tensor], tf.Tensor], n: int, unconnected: str = "error"
+) -> Callable[[tf.Tensor], tf.Tensor]:
     """Transforms an elementwise function into its ``n``-th derivative by ``n`` nested tapes.
 
     ``f`` must act elementwise (output entry ``k`` depends only on input entry ``k``), as

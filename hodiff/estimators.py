@@ -8,7 +8,8 @@ operators in :mod:`hodiff.operators`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -44,7 +45,9 @@ def rademacher(shape: Sequence[int] | tf.Tensor, seed: int, dtype: tf.DType = tf
     Returns:
       A tensor of +1/-1 entries.
     """
-    bits = tf.random.stateless_uniform(shape, seed=tf.stack([tf.cast(seed, tf.int64), tf.cast(stream, tf.int64)]), minval=0, maxval=2, dtype=tf.int64)
+    bits = tf.random.stateless_uniform(
+        shape, seed=tf.stack([tf.cast(seed, tf.int64), tf.cast(stream, tf.int64)]), minval=0, maxval=2, dtype=tf.int64
+    )
     return tf.cast(2 * bits - 1, dtype)
 
 
@@ -146,7 +149,9 @@ def hessian_diagonal(f: Callable, x: Any, num_probes: int = 32, seed: int = 0, u
     x = _validate.as_differentiable(x, "x", caller)
     probes = [_probes_like(x, seed, k) for k in range(num_probes)]
     products = _hessian_products(f, x, probes, unconnected)
-    samples = [[vi * hvi for vi, hvi in zip(tf.nest.flatten(v), tf.nest.flatten(hv))] for v, hv in zip(probes, products)]
+    samples = [
+        [vi * hvi for vi, hvi in zip(tf.nest.flatten(v), tf.nest.flatten(hv))] for v, hv in zip(probes, products)
+    ]
     per_leaf = [mean_and_stderr(tf.stack(leaf_samples)) for leaf_samples in zip(*samples)]
     return Estimate(
         tf.nest.pack_sequence_as(x, [e.value for e in per_leaf]),
@@ -154,7 +159,9 @@ def hessian_diagonal(f: Callable, x: Any, num_probes: int = 32, seed: int = 0, u
     )
 
 
-def hutchpp_trace(f: Callable, x: tf.Tensor, num_matvecs: int = 30, seed: int = 0, unconnected: str = "error") -> Estimate:
+def hutchpp_trace(
+    f: Callable, x: tf.Tensor, num_matvecs: int = 30, seed: int = 0, unconnected: str = "error"
+) -> Estimate:
     """Hutch++ estimate of ``trace(H)``: exact on a sketched top subspace, Hutchinson on the rest.
 
     With ``m`` Hessian-vector products, its error falls like ``1/m`` instead of Hutchinson's
@@ -187,7 +194,9 @@ def hutchpp_trace(f: Callable, x: tf.Tensor, num_matvecs: int = 30, seed: int = 
     caller = "hutchpp_trace"
     _validate.check_count(num_matvecs, "num_matvecs", caller, minimum=3)
     if num_matvecs % 3:
-        raise ValueError(f"{caller}: num_matvecs must be a multiple of 3 (sketch, projection, residual); got {num_matvecs}.")
+        raise ValueError(
+            f"{caller}: num_matvecs must be a multiple of 3 (sketch, projection, residual); got {num_matvecs}."
+        )
     x = _validate.as_differentiable(x, "x", caller)
     if not isinstance(x, (tf.Tensor, tf.Variable)):
         raise TypeError(f"{caller}: x must be one tensor or Variable; for a list of variables use hutchinson_trace.")

@@ -6,7 +6,8 @@ operator scales to the weights of a Keras model.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -78,7 +79,9 @@ def hessian_operator(
     return scipy.sparse.linalg.LinearOperator((n, n), matvec=matvec, rmatvec=matvec, dtype=dtype.as_numpy_dtype)
 
 
-def hessian_eigenvalues(f: Callable[[Any], tf.Tensor], x: Any, k: int = 1, which: str = "LA", **eigsh_kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+def hessian_eigenvalues(
+    f: Callable[[Any], tf.Tensor], x: Any, k: int = 1, which: str = "LA", **eigsh_kwargs: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """Extreme eigenvalues of the Hessian of ``f`` at ``x`` with ``scipy.sparse.linalg.eigsh``.
 
     Args:
@@ -104,13 +107,17 @@ def hessian_eigenvalues(f: Callable[[Any], tf.Tensor], x: Any, k: int = 1, which
     """
     operator = hessian_operator(f, x)
     if not isinstance(k, int) or not 1 <= k < operator.shape[0]:
-        raise ValueError(f"hessian_eigenvalues: k must be an int with 1 <= k < {operator.shape[0]} (the size of x), got {k!r}.")
+        raise ValueError(
+            f"hessian_eigenvalues: k must be an int with 1 <= k < {operator.shape[0]} (the size of x), got {k!r}."
+        )
     values, vectors = scipy.sparse.linalg.eigsh(operator, k=k, which=which, **eigsh_kwargs)
     order = np.argsort(values)[::-1]
     return values[order], vectors[:, order]
 
 
-def newton_cg(f: Callable[[tf.Tensor], tf.Tensor], x0: Any, jit_compile: bool = True, **minimize_kwargs: Any) -> scipy.optimize.OptimizeResult:
+def newton_cg(
+    f: Callable[[tf.Tensor], tf.Tensor], x0: Any, jit_compile: bool = True, **minimize_kwargs: Any
+) -> scipy.optimize.OptimizeResult:
     """Minimises a scalar ``f`` with ``scipy.optimize.minimize(method="Newton-CG")``.
 
     The gradient and the Hessian-vector products come from hodiff, compiled once.
@@ -152,6 +159,8 @@ def newton_cg(f: Callable[[tf.Tensor], tf.Tensor], x0: Any, jit_compile: bool = 
     def hessp(vector, direction):
         return np.ravel(product(as_tensor(vector), as_tensor(direction)).numpy()).astype(np.float64)
 
-    result = scipy.optimize.minimize(fun, np.ravel(x0.numpy()).astype(np.float64), jac=True, hessp=hessp, method="Newton-CG", **minimize_kwargs)
+    result = scipy.optimize.minimize(
+        fun, np.ravel(x0.numpy()).astype(np.float64), jac=True, hessp=hessp, method="Newton-CG", **minimize_kwargs
+    )
     result.x = np.reshape(result.x, shape)
     return result

@@ -11,7 +11,7 @@ One dtype rule holds for every operator and method: results come in the dtype of
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -213,7 +213,9 @@ def divergence(
     return divergence_v
 
 
-def _replicated_points(x: tf.Tensor, num_probes: int, seed: int, unconnected: str, caller: str) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+def _replicated_points(
+    x: tf.Tensor, num_probes: int, seed: int, unconnected: str, caller: str
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """Validates the inputs of a per-point estimator; returns ``(x, points, probes)``.
 
     ``points`` stacks ``num_probes`` copies of ``x``, with one Rademacher probe per copy.
@@ -230,7 +232,9 @@ def _per_point(samples: tf.Tensor, num_probes: int, num_points) -> Estimate:
     return mean_and_stderr(tf.reshape(samples, tf.stack([num_probes, num_points])))
 
 
-def stochastic_laplacian(u: Field, x: tf.Tensor, num_probes: int = 16, seed: int = 0, unconnected: str = "error") -> Estimate:
+def stochastic_laplacian(
+    u: Field, x: tf.Tensor, num_probes: int = 16, seed: int = 0, unconnected: str = "error"
+) -> Estimate:
     """Per-point Hutchinson estimate of the Laplacian of a scalar field, ``E[v^T H(x_n) v]``.
 
     All probes run as one batch: the points are stacked ``num_probes`` times, and one
@@ -277,7 +281,9 @@ def stochastic_laplacian(u: Field, x: tf.Tensor, num_probes: int = 16, seed: int
     return estimate
 
 
-def stochastic_divergence(v: Field, x: tf.Tensor, num_probes: int = 16, seed: int = 0, unconnected: str = "error") -> Estimate:
+def stochastic_divergence(
+    v: Field, x: tf.Tensor, num_probes: int = 16, seed: int = 0, unconnected: str = "error"
+) -> Estimate:
     """Per-point Hutchinson estimate of the divergence of a vector field, ``E[e^T J(x_n) e]``.
 
     Args:

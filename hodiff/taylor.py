@@ -14,7 +14,8 @@ elementwise activation), ``Activation`` and ``Identity`` layers, nested chains i
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -84,12 +85,36 @@ _CLOSED_FORMS = {
 
 # Elementwise activations without a closed form here: their derivatives come from two tapes.
 _ELEMENTWISE_NAMES = (
-    "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "swish", "softplus",
-    "softsign", "mish", "hard_sigmoid", "hard_silu", "hard_swish", "log_sigmoid", "hard_tanh",
-    "sparse_plus", "squareplus", "tanh_shrink",
+    "relu",
+    "relu6",
+    "leaky_relu",
+    "elu",
+    "selu",
+    "celu",
+    "gelu",
+    "silu",
+    "swish",
+    "softplus",
+    "softsign",
+    "mish",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "log_sigmoid",
+    "hard_tanh",
+    "sparse_plus",
+    "squareplus",
+    "tanh_shrink",
 )
 _ELEMENTWISE = {getattr(keras.activations, n) for n in _ELEMENTWISE_NAMES if hasattr(keras.activations, n)} | {
-    tf.nn.relu, tf.nn.elu, tf.nn.selu, tf.nn.gelu, tf.nn.silu, tf.nn.softplus, tf.nn.softsign, tf.math.softplus,
+    tf.nn.relu,
+    tf.nn.elu,
+    tf.nn.selu,
+    tf.nn.gelu,
+    tf.nn.silu,
+    tf.nn.softplus,
+    tf.nn.softsign,
+    tf.math.softplus,
 }
 
 

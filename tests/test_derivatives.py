@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings, strategies as st
+from conftest import make_mlp, mlp_twins, points
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hodiff
 from hodiff.checks import assert_close, check_grads, default_tolerance, reference_hessian, reference_jacobian
-from conftest import make_mlp, mlp_twins, points
 
 
 def rosenbrock(x):
@@ -320,8 +321,9 @@ def test_aliased_variables_and_nested_leaves(run):
     assert float(run(lambda: hodiff.grad(lambda x, y: x * y, 0)(w, w))) == 3.0
     # hvp of p0^2 p1 at p0 = p1 = w: H = [[2 p1, 2 p0], [2 p0, 0]] = [[6, 6], [6, 0]].
     cubic = lambda p: p[0] ** 2 * p[1]
+    ones = [tf.constant(1.0, tf.float64)] * 2
     for hvp_mode in hodiff.HVP_MODES:
-        product_vector = run(lambda: hodiff.hvp(cubic, [w, w], [tf.constant(1.0, tf.float64)] * 2, mode=hvp_mode))
+        product_vector = run(lambda m=hvp_mode: hodiff.hvp(cubic, [w, w], ones, mode=m))
         assert [float(p) for p in product_vector] == [12.0, 6.0]
     t = tf.constant(2.0, tf.float64)
     gradient = run(lambda t: hodiff.grad(lambda p: p["a"] * p["b"] ** 2)({"a": t, "b": t}), t)

@@ -12,9 +12,22 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_mkdocs_build_strict_from_another_directory(tmp_path):
     """The build finds its snippets (the changelog) and sources from any working directory."""
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
-         "--site-dir", str(tmp_path / "site")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "site" / "api" / "index.html").exists()
@@ -29,8 +42,21 @@ def test_every_docs_page_is_in_the_nav():
 def test_demo_command_line_runs_end_to_end(tmp_path):
     """`make demo` runs `python -m pinn_examples burgers`; here with the fast preset."""
     result = subprocess.run(
-        [sys.executable, "-m", "pinn_examples", "burgers", "--preset", "fast", "--output", str(tmp_path), "--no-progress"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pinn_examples",
+            "burgers",
+            "--preset",
+            "fast",
+            "--output",
+            str(tmp_path),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "burgers: relative L2 error" in result.stdout and "L-BFGS stopped after" in result.stdout
@@ -40,7 +66,10 @@ def test_demo_command_line_runs_end_to_end(tmp_path):
 def test_laplacian_check_example_agrees_with_scipy():
     result = subprocess.run(
         [sys.executable, "-m", "pinn_examples", "laplacian_check", "--points", "4"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK: exact methods agree with scipy" in result.stdout

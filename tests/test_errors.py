@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import make_mlp, points
 
 import hodiff
-from conftest import make_mlp, points
 
 square_sum = lambda x: tf.reduce_sum(x**2)
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import make_mlp, points
 
 import hodiff
 from hodiff.checks import reference_hessian
-from conftest import make_mlp, points
 
 
 def decaying_quadratic(n=40):

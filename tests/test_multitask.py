@@ -33,7 +33,11 @@ def numpy_pcgrad(vectors, order):
 
 def run_pcgrad(run, tasks, seed):
     count = len(tasks)
-    return run(lambda s, *f: multitask.pcgrad([list(f[2 * i:2 * i + 2]) for i in range(count)], s), tf.constant(seed, tf.int64), *[g for t in tasks for g in t])
+    return run(
+        lambda s, *f: multitask.pcgrad([list(f[2 * i : 2 * i + 2]) for i in range(count)], s),
+        tf.constant(seed, tf.int64),
+        *[g for t in tasks for g in t],
+    )
 
 
 def test_pcgrad_matches_the_paper_for_the_drawn_order_and_the_order_changes(run):
@@ -42,7 +46,9 @@ def test_pcgrad_matches_the_paper_for_the_drawn_order_and_the_order_changes(run)
     seen = set()
     for seed in range(8):
         merged = flat(run_pcgrad(run, TASKS, seed))
-        matches = [order for order, reference in candidates.items() if np.allclose(merged, reference, rtol=1e-12, atol=1e-12)]
+        matches = [
+            order for order, reference in candidates.items() if np.allclose(merged, reference, rtol=1e-12, atol=1e-12)
+        ]
         assert matches, f"seed {seed}: PCGrad result matches no task order"
         seen.add(tuple(np.round(merged, 10)))
     assert len(seen) > 1, "the random task order must change the result between steps"
@@ -61,7 +67,12 @@ def test_pcgrad_two_conflicting_tasks_never_oppose_either(run):
 @pytest.mark.parametrize("count", [2, 3])
 def test_mgda_direction_has_no_negative_inner_product(run, count):
     tasks = TASKS[:count]
-    merged = flat(run(lambda *f: multitask.mgda([list(f[2 * i:2 * i + 2]) for i in range(count)]), *[g for t in tasks for g in t]))
+    merged = flat(
+        run(
+            lambda *f: multitask.mgda([list(f[2 * i : 2 * i + 2]) for i in range(count)]),
+            *[g for t in tasks for g in t],
+        )
+    )
     norm2 = merged @ merged
     for task in tasks:
         assert merged @ flat(task) >= norm2 - 1e-6 * np.abs(flat(task)).max() ** 2

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import make_mlp, mlp_twins, points
 
 import hodiff
 from hodiff.checks import assert_close, check_laplacian, default_tolerance, reference_jacobian
-from conftest import make_mlp, mlp_twins, points
 
 
 def wave(x):
@@ -136,7 +136,9 @@ def test_operators_compile_with_an_unknown_batch_size(method):
     spec = [tf.TensorSpec([None, 3], tf.float64)]
     expected = hodiff.laplacian(model, method=method, num_probes=4)(points(5, 3))
     for jit_compile in (False, True):
-        compiled = tf.function(hodiff.laplacian(model, method=method, num_probes=4), input_signature=spec, jit_compile=jit_compile)
+        compiled = tf.function(
+            hodiff.laplacian(model, method=method, num_probes=4), input_signature=spec, jit_compile=jit_compile
+        )
         np.testing.assert_allclose(compiled(points(5, 3)), expected, rtol=1e-9)
         assert compiled(points(7, 3)).shape == (7, 1)
 

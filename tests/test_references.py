@@ -22,7 +22,7 @@ def test_cole_hopf_initial_and_boundary_values():
     u = references.burgers_cole_hopf(x, np.array([0.0, 0.3, 0.9]), NU)
     np.testing.assert_allclose(u[:, 0], -np.sin(np.pi * x), atol=1e-15)
     np.testing.assert_allclose(u[[0, -1], 1:], 0.0, atol=1e-12)
-    np.testing.assert_allclose(u, -u[::-1], atol=1e-12)                       # odd in x
+    np.testing.assert_allclose(u, -u[::-1], atol=1e-12)  # odd in x
 
 
 def test_method_of_lines_converges_to_the_exact_heat_solution():

@@ -17,7 +17,9 @@ LABELS = np.array([[0.2, 0.1, 0.6, 0.1], [0.0, 1.0, 0.0, 0.0]])
     [
         lambda z: tf.reduce_sum(stable.stable_softmax(z) * tf.range(1.0, 5.0, dtype=z.dtype) ** 2),
         lambda z: tf.reduce_sum(stable.stable_log_softmax(z) * tf.constant([0.5, -1.0, 2.0, 0.25], z.dtype)),
-        lambda z: stable.stable_softmax_cross_entropy(tf.constant(LABELS, z.dtype), tf.reshape(tf.concat([z, z[::-1]], 0), (2, 4))),
+        lambda z: stable.stable_softmax_cross_entropy(
+            tf.constant(LABELS, z.dtype), tf.reshape(tf.concat([z, z[::-1]], 0), (2, 4))
+        ),
         lambda z: stable.safe_norm(z) ** 3 + stable.safe_norm(z),
         lambda z: tf.reduce_sum(stable.safe_sqrt(z**2 + 1.0)),
     ],
@@ -28,7 +30,9 @@ def test_first_and_second_derivatives_match_scipy(f, dtype):
 
 
 def test_cross_entropy_gradient_in_labels_matches_scipy():
-    f = lambda labels: stable.stable_softmax_cross_entropy(labels, tf.constant([[1.0, 2.0, -1.0], [0.5, 0.0, 3.0]], labels.dtype))
+    f = lambda labels: stable.stable_softmax_cross_entropy(
+        labels, tf.constant([[1.0, 2.0, -1.0], [0.5, 0.0, 3.0]], labels.dtype)
+    )
     check_grads(f, (tf.constant([[0.2, 0.5, 0.3], [1.0, 0.0, 0.0]], tf.float64),), order=1)
 
 
@@ -48,8 +52,11 @@ def test_huge_float32_logits_stay_finite_where_the_naive_formula_fails(stable_fn
     weights = tf.constant([1.0, 2.0, 3.0, 4.0])
 
     def value_grad_hessian(fn):
-        return lambda z: (fn(z), hodiff.grad(lambda z: tf.reduce_sum(fn(z) * weights))(z),
-                          hodiff.hessian(lambda z: tf.reduce_sum(fn(z) * weights))(z))
+        return lambda z: (
+            fn(z),
+            hodiff.grad(lambda z: tf.reduce_sum(fn(z) * weights))(z),
+            hodiff.hessian(lambda z: tf.reduce_sum(fn(z) * weights))(z),
+        )
 
     naive = run(value_grad_hessian(naive_fn), logits)
     assert not all(np.isfinite(part).all() for part in naive), "the naive formula should overflow"
@@ -65,7 +72,12 @@ def test_huge_float32_logits_stay_finite_where_the_naive_formula_fails(stable_fn
 def test_cross_entropy_with_huge_logits(run):
     labels = tf.constant([[0.0, 1.0], [0.5, 0.5]])
     logits = tf.constant([[1e4, -1e4], [3e4, 3e4]])
-    naive = run(lambda z: hodiff.value_and_grad(lambda z: -tf.reduce_mean(tf.reduce_sum(labels * tf.math.log(naive_softmax(z)), -1)))(z), logits)
+    naive = run(
+        lambda z: hodiff.value_and_grad(
+            lambda z: -tf.reduce_mean(tf.reduce_sum(labels * tf.math.log(naive_softmax(z)), -1))
+        )(z),
+        logits,
+    )
     assert not np.isfinite(naive[1]).all()
     loss, gradient = run(hodiff.value_and_grad(lambda z: stable.stable_softmax_cross_entropy(labels, z)), logits)
     assert_close(loss, (2e4 + np.log(2.0)) / 2, rtol=1e-6)
@@ -77,7 +89,7 @@ def test_second_derivative_through_custom_gradient_is_the_true_one(run):
     z = tf.constant([0.3, -1.2, 2.0], tf.float64)
     p = np.exp(z.numpy()) / np.exp(z.numpy()).sum()
     f = lambda z: stable.stable_log_softmax(z)[0]
-    expected = -(np.diag(p) - np.outer(p, p))           # Hessian of log p_0 = z_0 - logsumexp(z)
+    expected = -(np.diag(p) - np.outer(p, p))  # Hessian of log p_0 = z_0 - logsumexp(z)
     assert_close(run(hodiff.hessian(f), z), expected, rtol=1e-12, atol=1e-14)
 
 

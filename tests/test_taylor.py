@@ -4,10 +4,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import make_mlp, points
 
 import hodiff
 from hodiff.taylor import forward_jet
-from conftest import make_mlp, points
 
 
 def test_jet_matches_value_batch_jacobian_and_laplacian(run):
@@ -39,11 +39,15 @@ def test_linear_model_has_zero_laplacian():
     np.testing.assert_array_equal(hodiff.forward_laplacian(model)(points(2, 3, tf.float32)), np.zeros((2, 1)))
 
 
-@pytest.mark.parametrize("model_dtype, x_dtype", [("float32", "float64"), ("float64", "float32"), ("mixed_float16", "float32")])
+@pytest.mark.parametrize(
+    "model_dtype, x_dtype", [("float32", "float64"), ("float64", "float32"), ("mixed_float16", "float32")]
+)
 def test_every_operator_answers_in_the_dtype_of_the_points(model_dtype, x_dtype):
     """One dtype rule: nested, forward and hutchinson all return x's dtype, whatever the model computes in."""
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, "tanh", dtype=model_dtype), keras.layers.Dense(1, dtype=model_dtype)])
+    model = keras.Sequential(
+        [keras.Input((2,)), keras.layers.Dense(8, "tanh", dtype=model_dtype), keras.layers.Dense(1, dtype=model_dtype)]
+    )
     x = points(3, 2, tf.as_dtype(x_dtype))
     results = {method: hodiff.laplacian(model, method=method)(x) for method in hodiff.OPERATOR_METHODS}
     derivatives = hodiff.partials(model, x, coords=("a", "b"), wanted=("", "a", "ab"))

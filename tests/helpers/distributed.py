@@ -1,7 +1,7 @@
 """Runs the step problem under a strategy in a fresh process (devices must be set before TF starts).
 
-    python distributed.py mirrored OUT.npz ACCUMULATE     # 2 logical CPU devices, 1 process
-    python distributed.py multiworker OUT.npz ACCUMULATE  # one worker; TF_CONFIG set by the caller
+python distributed.py mirrored OUT.npz ACCUMULATE     # 2 logical CPU devices, 1 process
+python distributed.py multiworker OUT.npz ACCUMULATE  # one worker; TF_CONFIG set by the caller
 """
 
 import os
@@ -24,4 +24,4 @@ if __name__ == "__main__":
     else:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     weights, iterations, _ = train(strategy, accumulate=accumulate)
-    np.savez(output, replicas=strategy.num_replicas_in_sync, iterations=iterations, *weights)
+    np.savez(output, *weights, replicas=strategy.num_replicas_in_sync, iterations=iterations)
