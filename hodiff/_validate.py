@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,6 +55,20 @@ def check_positive_bound(value: Any, name: str, caller: str) -> None:
     """Raises ValueError when a Python number given as an upper bound is not positive."""
     if isinstance(value, (int, float)) and not value > 0:
         raise ValueError(f"{caller}: {name} must be > 0, got {value!r}; it is an upper bound on a norm or magnitude.")
+
+
+def check_finite_number(
+    value: Any, name: str, caller: str, minimum: float = 0, integer: bool = False, fix: str = ""
+) -> None:
+    """Raises ValueError unless ``value`` is a finite (int when ``integer``) number >= ``minimum``.
+
+    ``fix`` is appended to the message (e.g. how to turn the option off).
+    """
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or value < minimum:
+        raise ValueError(
+            f"{caller}: {name} must be a finite {'int' if integer else 'number'} >= {minimum}, got {value!r}.{fix}"
+        )
 
 
 def check_count(value: int, name: str, caller: str, minimum: int = 1) -> None:

@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,18 +59,10 @@ class CausalWeights:
     bins: int = 32
 
     def __post_init__(self):
-        if (
-            isinstance(self.epsilon, bool)
-            or not isinstance(self.epsilon, (int, float))
-            or not math.isfinite(self.epsilon)
-            or self.epsilon < 0
-        ):
-            raise ValueError(
-                f"CausalWeights: epsilon must be a finite number >= 0, got {self.epsilon!r}; pass causal=None "
-                f"to turn causal weighting off."
-            )
-        if isinstance(self.bins, bool) or not isinstance(self.bins, int) or self.bins < 1:
-            raise ValueError(f"CausalWeights: bins must be an int >= 1, got {self.bins!r}.")
+        _validate.check_finite_number(
+            self.epsilon, "epsilon", "CausalWeights", 0, fix=" Pass causal=None to turn causal weighting off."
+        )
+        _validate.check_count(self.bins, "bins", "CausalWeights")
 
     def weighted_mean(self, squares: tf.Tensor, points: tf.Tensor, domain: Box) -> tf.Tensor:
         """The causally weighted mean of per-point ``squares`` ``(N,)`` at ``points`` ``(N, d)``."""
@@ -162,15 +153,7 @@ class Problem:
                 f"{self.term_names}."
             )
         for name, weight in self.weights.items():
-            if (
-                isinstance(weight, bool)
-                or not isinstance(weight, (int, float))
-                or not math.isfinite(weight)
-                or weight < 0
-            ):
-                raise ValueError(
-                    f"Problem: weights[{name!r}] = {weight!r}; a loss weight must be a finite number >= 0."
-                )
+            _validate.check_finite_number(weight, f"weights[{name!r}] = {weight!r}; a loss weight", "Problem", 0)
         if causal is not None:
             if not isinstance(causal, CausalWeights):
                 raise TypeError(f"Problem: causal must be a CausalWeights or None, got {type(causal).__name__}.")

@@ -38,6 +38,7 @@ import scipy.optimize
 import tensorflow as tf
 from tqdm.auto import tqdm
 
+from hodiff import _validate
 from hodiff.lbfgs import minimize_lbfgs
 from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import CausalWeights, Problem
@@ -47,12 +48,6 @@ from hodiff.step import TrainStep
 __all__ = ["AdamResult", "AdaptiveWeights", "Resampling", "Trainer"]
 
 logger = logging.getLogger(__name__)
-
-
-def _check_number(owner: str, name: str, value: Any, low: float, integer: bool = False) -> None:
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or value < low:
-        raise ValueError(f"{owner}: {name} must be a finite {'int' if integer else 'number'} >= {low}, got {value!r}.")
 
 
 @dataclasses.dataclass
@@ -72,8 +67,8 @@ class AdaptiveWeights:
     alpha: float = 0.1
 
     def __post_init__(self):
-        _check_number("AdaptiveWeights", "every", self.every, 1, integer=True)
-        _check_number("AdaptiveWeights", "alpha", self.alpha, 0)
+        _validate.check_finite_number(self.every, "every", "AdaptiveWeights", 1, integer=True)
+        _validate.check_finite_number(self.alpha, "alpha", "AdaptiveWeights", 0)
 
 
 @dataclasses.dataclass
@@ -94,10 +89,10 @@ class Resampling:
     c: float = 1.0
 
     def __post_init__(self):
-        _check_number("Resampling", "every", self.every, 1, integer=True)
-        _check_number("Resampling", "candidates", self.candidates, 1, integer=True)
-        _check_number("Resampling", "k", self.k, 0)
-        _check_number("Resampling", "c", self.c, 0)
+        _validate.check_finite_number(self.every, "every", "Resampling", 1, integer=True)
+        _validate.check_finite_number(self.candidates, "candidates", "Resampling", 1, integer=True)
+        _validate.check_finite_number(self.k, "k", "Resampling", 0)
+        _validate.check_finite_number(self.c, "c", "Resampling", 0)
 
 
 @dataclasses.dataclass
@@ -191,7 +186,7 @@ class Trainer:
             if option is not None:
                 _check_every(option.every, steps_per_call, f"{type(option).__name__}.every")
         if isinstance(learning_rate, (int, float)):
-            _check_number("Trainer", "learning_rate", learning_rate, 0)
+            _validate.check_finite_number(learning_rate, "learning_rate", "Trainer", 0)
         if causal is not None:
             if problem.causal is not None and problem.causal != causal:
                 raise ValueError(
