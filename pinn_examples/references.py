@@ -140,3 +140,64 @@ def allen_cahn_etdrk4(
     if modes % 2 == 0:
         weights[-1] = 1.0
     return np.stack([np.real(phases @ (weights * snapshots[s])) / modes for s in steps], axis=1)
+
+
+def kdv_etdrk4(
+    x: np.ndarray, t: np.ndarray, modes: int = 512, dt: float = 2e-4, dispersion: float = 0.0025
+) -> np.ndarray:
+    """u_t + u u_x + dispersion u_xxx = 0, x in [-1, 1) periodic, u(x, 0) = cos(pi x).
+
+    Fourier pseudo-spectral in space with ``modes`` points, the nonlinear term written as
+    ``-(u^2 / 2)_x`` and dealiased by the 2/3 rule; ETDRK4 in time with step ``dt``. The
+    dispersive term is linear and stiff (``dispersion k^3`` reaches ~1e6 at 512 modes), so it is
+    integrated exactly by the exponential; its symbol is imaginary, so the phi-functions are
+    contour integrals over a full circle (Kassam & Trefethen 2005, M = 64). Returned on the grid
+    ``(len(x), len(t))`` by spectral (trigonometric) interpolation.
+
+    References:
+      Kassam & Trefethen (2005), "Fourth-order time-stepping for stiff PDEs", SIAM J. Sci.
+      Comput. 26(4); Zabusky & Kruskal (1965), "Interaction of solitons in a collisionless
+      plasma and the recurrence of initial states", Phys. Rev. Lett. 15.
+    """
+    grid = -1.0 + 2.0 * np.arange(modes) / modes
+    k = np.pi * np.fft.rfftfreq(modes, d=1.0 / modes)  # wavenumbers for period 2
+    linear = 1j * dispersion * k**3  # -dispersion (ik)^3
+    E, E2 = np.exp(dt * linear), np.exp(dt * linear / 2)
+    roots = np.exp(2j * np.pi * (np.arange(1, 65) - 0.5) / 64)
+    LR = dt * linear[:, None] + roots[None, :]
+    Q = dt * np.mean((np.exp(LR / 2) - 1) / LR, axis=1)
+    f1 = dt * np.mean((-4 - LR + np.exp(LR) * (4 - 3 * LR + LR**2)) / LR**3, axis=1)
+    f2 = dt * np.mean((2 + LR + np.exp(LR) * (-2 + LR)) / LR**3, axis=1)
+    f3 = dt * np.mean((-4 - 3 * LR - LR**2 + np.exp(LR) * (4 - LR)) / LR**3, axis=1)
+    keep = np.abs(np.fft.rfftfreq(modes, d=1.0 / modes)) < modes / 3  # 2/3 rule
+    derivative = -0.5j * k * keep
+
+    def nonlinear(v):
+        u = np.fft.irfft(v * keep, n=modes)
+        return derivative * np.fft.rfft(u * u)
+
+    v = np.fft.rfft(np.cos(np.pi * grid))
+    times = np.asarray(t, float)
+    steps = np.rint(times / dt).astype(int)
+    if np.any(np.abs(steps * dt - times) > 1e-9):
+        raise ValueError("kdv_etdrk4: every output time must be a multiple of dt.")
+    snapshots, step = {}, 0
+    for target in sorted(set(steps)):
+        while step < target:
+            Nv = nonlinear(v)
+            a = E2 * v + Q * Nv
+            Na = nonlinear(a)
+            b = E2 * v + Q * Na
+            Nb = nonlinear(b)
+            c = E2 * a + Q * (2 * Nb - Nv)
+            Nc = nonlinear(c)
+            v = E * v + Nv * f1 + 2 * (Na + Nb) * f2 + Nc * f3
+            step += 1
+        snapshots[target] = v.copy()
+    x = np.asarray(x, float)
+    phases = np.exp(1j * np.outer(x + 1.0, k))  # trigonometric interpolation
+    weights = np.full(len(k), 2.0)
+    weights[0] = 1.0
+    if modes % 2 == 0:
+        weights[-1] = 1.0
+    return np.stack([np.real(phases @ (weights * snapshots[s])) / modes for s in steps], axis=1)

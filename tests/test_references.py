@@ -47,3 +47,23 @@ def test_etdrk4_self_convergence_and_initial_condition():
 def test_etdrk4_rejects_times_off_the_step_grid():
     with pytest.raises(ValueError, match="multiple of dt"):
         references.allen_cahn_etdrk4(np.zeros(2), np.array([0.00015]))
+
+
+def test_kdv_etdrk4_self_convergence_and_invariants():
+    x, t = np.linspace(-1, 1, 64, endpoint=False), np.array([0.0, 0.5, 1.0])
+    coarse = references.kdv_etdrk4(x, t, modes=128, dt=1e-3)
+    fine = references.kdv_etdrk4(x, t, modes=256, dt=5e-4)
+    finest = references.kdv_etdrk4(x, t, modes=512, dt=2.5e-4)
+    np.testing.assert_allclose(fine[:, 0], np.cos(np.pi * x), atol=1e-12)
+    scale = np.linalg.norm(finest)
+    assert np.linalg.norm(finest - fine) / scale < 2e-4, "10x (here ~1e6x) below the example's 2e-2 target"
+    assert np.linalg.norm(fine - coarse) > 4 * np.linalg.norm(finest - fine), "the error shrinks with dt and modes"
+    assert np.abs(finest[:, -1]).max() > 2.0, "solitons have formed: the peak exceeds twice the initial amplitude"
+    # KdV conserves the mean and the L2 norm (the trapezoid rule is spectral for periodic data)
+    np.testing.assert_allclose(finest.mean(axis=0), 0.0, atol=1e-10)
+    np.testing.assert_allclose((finest**2).mean(axis=0), 0.5, rtol=1e-8)
+
+
+def test_kdv_etdrk4_rejects_times_off_the_step_grid():
+    with pytest.raises(ValueError, match="multiple of dt"):
+        references.kdv_etdrk4(np.zeros(2), np.array([0.00015]))
