@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -70,23 +71,107 @@ class Example:
       name: the command name.
       description: one line for the help text.
       build: ``build(settings) -> (problem, model)``; cheap (no points, no compilation).
-      reference: ``reference() -> (axes, values)``: the test grid as named 1-D arrays and the
-        reference field on it, shape ``(len(axis0), len(axis1))``.
+      reference: ``reference() -> (axes, values)``: the test grid as named 1-D arrays (ij
+        indexing) and the reference on it, shape ``(len(axis0), len(axis1), ...)``: an array (the
+        problem's first field) or a dict ``{field: array}``. NaN entries mark grid points outside
+        the domain: they are left out of the error and blank in the plots.
       presets: named :class:`Settings`; ``"default"`` is used without ``--preset``.
       target: the value of ``target_metric`` to reach, per preset name; a preset not named here
         (a smoke run such as ``fast``) has no target.
       target_metric: the metrics.json entry compared with the target.
       extra_metrics: ``extra_metrics(trainer) -> dict`` added to metrics.json and printed.
+      error_fields: the fields in ``relative_l2_error`` (default: every field of the reference);
+        over several fields it is ``sqrt(sum_f ||pred_f - ref_f||^2 / sum_f ||ref_f||^2)``.
+        metrics.json also has ``relative_l2_error_<field>`` for every field of the reference.
     """
 
     name: str
     description: str
     build: Callable[[Settings], tuple[Any, Any]]
-    reference: Callable[[], tuple[dict[str, np.ndarray], np.ndarray]]
+    reference: Callable[[], tuple[dict[str, np.ndarray], np.ndarray | dict[str, np.ndarray]]]
     presets: dict[str, Settings]
     target: dict[str, float]
     target_metric: str = "relative_l2_error"
     extra_metrics: Callable[[Any], dict] | None = None
+    error_fields: tuple[str, ...] | None = None
+
+
+def reference_fields(example: Example, values: Any, fields: tuple[str, ...], shape: tuple[int, ...]) -> dict:
+    """The reference as ``{field: float64 array of the grid's shape}``; an array is the first field's."""
+    values = dict(values) if isinstance(values, dict) else {fields[0]: values}
+    unknown = [name for name in values if name not in fields]
+    if unknown:
+        raise ValueError(f"{example.name}: the reference has fields {unknown} that are not the problem's {fields}.")
+    values = {name: np.asarray(array, dtype=np.float64) for name, array in values.items()}
+    for name, array in values.items():
+        if array.shape != shape:
+            raise ValueError(
+                f"{example.name}: the reference of {name!r} has shape {array.shape}, the grid of its axes {shape}."
+            )
+    missing = [name for name in example.error_fields or () if name not in values]
+    if missing:
+        raise ValueError(f"{example.name}: error_fields {missing} have no reference; give them in reference().")
+    return values
+
+
+def field_errors(prediction: dict, reference: dict, error_fields: tuple[str, ...] | None = None) -> dict:
+    """Relative L2 errors over the finite reference entries (NaN marks points outside the domain).
+
+    Args:
+      prediction: ``{field: array}``, every field of ``reference`` included.
+      reference: ``{field: array}`` of the same shapes; NaN entries are left out.
+      error_fields: the fields combined in ``relative_l2_error`` (default: all of ``reference``).
+
+    Returns:
+      ``{"relative_l2_error": sqrt(sum_f ||p_f - r_f||^2 / sum_f ||r_f||^2), "relative_l2_error_<f>": ...}``.
+
+    Example:
+      ```python
+      import numpy as np
+      from pinn_examples._runner import field_errors
+
+      reference = {"u": np.array([1.0, np.nan]), "v": np.array([0.0, 2.0])}
+      prediction = {"u": np.array([1.1, 5.0]), "v": np.array([0.0, 2.0])}
+      errors = field_errors(prediction, reference)
+      assert np.isclose(errors["relative_l2_error_u"], 0.1)
+      assert np.isclose(errors["relative_l2_error"], 0.1 / np.sqrt(5.0))
+      ```
+    """
+    squares = {}
+    for name, wanted in reference.items():
+        inside = np.isfinite(wanted)
+        difference = np.asarray(prediction[name], dtype=np.float64)[inside] - wanted[inside]
+        squares[name] = (float(np.sum(difference**2)), float(np.sum(wanted[inside] ** 2)))
+    errors = {"relative_l2_error": 0.0}
+    chosen = tuple(error_fields or reference)
+    numerator, denominator = sum(squares[f][0] for f in chosen), sum(squares[f][1] for f in chosen)
+    errors["relative_l2_error"] = float(np.sqrt(numerator / denominator)) if denominator else float("nan")
+    for name, (difference, size) in squares.items():
+        errors[f"relative_l2_error_{name}"] = float(np.sqrt(difference / size)) if size else float("nan")
+    return errors
+
+
+def grid_points(axes: dict[str, np.ndarray], coords: tuple[str, ...]) -> np.ndarray:
+    """The grid of ``axes`` (ij indexing) as ``(N, d)`` points, columns in the domain's ``coords`` order."""
+    mesh = dict(zip(axes, np.meshgrid(*axes.values(), indexing="ij")))
+    order = list(coords) if set(coords) == set(axes) else list(axes)
+    return np.stack([mesh[name].ravel() for name in order], axis=1)
+
+
+def inside_domain(domain: Any, points: np.ndarray) -> np.ndarray:
+    """``(N,)`` booleans: ``domain.contains(points)`` when the domain has it, else its bounding box."""
+    if hasattr(domain, "contains"):
+        return np.asarray(domain.contains(points), dtype=bool)
+    low, high = np.asarray(domain.low, dtype=np.float64), np.asarray(domain.high, dtype=np.float64)
+    tolerance = 1e-9 * np.max(high - low)
+    return np.all((points >= low - tolerance) & (points <= high + tolerance), axis=1)
+
+
+def predict_fields(trainer: Any, grid: np.ndarray, shape: tuple[int, ...], outside: np.ndarray) -> dict:
+    """``{field: array of shape}`` predicted on ``grid``; NaN at the ``outside`` grid points."""
+    values = trainer.predict(grid).astype(np.float64)
+    values[outside.ravel()] = np.nan
+    return {name: values[:, i].reshape(shape) for i, name in enumerate(trainer.problem.fields)}
 
 
 def number(kind: type, positive: bool = False, maximum: int | None = None) -> Callable[[str], Any]:
@@ -136,6 +221,21 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     existing = parser.add_mutually_exclusive_group()
     existing.add_argument("--resume", action="store_true", help="continue the run in --output from its last checkpoint")
     existing.add_argument("--overwrite", action="store_true", help="replace the run that --output holds")
+    parser.add_argument(
+        "--evaluate",
+        metavar="POINTS.npy",
+        default=None,
+        help="no training: evaluate the trained run in --output at the (N, d) points of this .npy file "
+        "(columns in the order of the domain's coordinates) and write evaluation.npz there; the run's "
+        "stored settings are used, other flags are ignored",
+    )
+    parser.add_argument(
+        "--outside",
+        choices=("error", "nan"),
+        default="error",
+        help="with --evaluate: points outside the domain stop with an error, or get NaN with a warning "
+        "(default: %(default)s)",
+    )
     parser.add_argument("--tensorboard", action="store_true", help="also write TensorBoard logs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.epilog = (
@@ -143,6 +243,8 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
         "missed, 2 for bad flags, 1 for other errors."
     )
     args = parser.parse_args(argv)
+    if args.evaluate is not None and (args.resume or args.overwrite):
+        parser.error("--evaluate reads a finished run and trains nothing; leave out --resume and --overwrite")
     names = [f.name for f in dataclasses.fields(Settings)]
     overrides = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     settings = dataclasses.replace(example.presets[args.preset], **overrides)
@@ -239,15 +341,31 @@ def make_trainer(
 
 
 def _write_results(
-    output: str, metrics: dict, axes: dict, prediction: np.ndarray, reference: np.ndarray, trainer: Any, title: str
+    output: str, metrics: dict, axes: dict, prediction: Any, reference: Any, trainer: Any, title: str
 ) -> None:
-    """metrics.json, prediction.npz and the plots, each written to a temporary file and renamed."""
+    """metrics.json, prediction.npz and the plots, each written to a temporary file and renamed.
+
+    ``prediction`` and ``reference`` are arrays (one field) or ``{field: array}``; prediction.npz
+    holds the axes, ``prediction`` and ``reference`` (the first field) and, with several fields,
+    ``prediction_<field>`` and ``reference_<field>`` for each.
+    """
     from hodiff.pinn import plotting
     from hodiff.pinn.runlog import atomic_write, write_json
 
     write_json(os.path.join(output, "metrics.json"), metrics)
+    arrays = dict(axes)
+    if isinstance(prediction, dict):
+        first = next(iter(prediction))
+        arrays["prediction"] = prediction[first]
+        if first in reference:
+            arrays["reference"] = reference[first]
+        if len(prediction) > 1:
+            arrays.update({f"prediction_{name}": values for name, values in prediction.items()})
+            arrays.update({f"reference_{name}": values for name, values in reference.items()})
+    else:
+        arrays.update(prediction=prediction, reference=reference)
     with atomic_write(os.path.join(output, "prediction.npz")) as temporary, open(temporary, "wb") as file:
-        np.savez(file, **axes, prediction=prediction, reference=reference)  # a file object: savez adds no suffix
+        np.savez(file, **arrays)  # a file object: savez adds no suffix
     plotting.plot_field(axes, prediction, reference, os.path.join(output, "field.png"), title)
     if trainer.history:
         plotting.plot_history(trainer.history, os.path.join(output, "history.png"), trainer.problem.term_names)
@@ -267,15 +385,138 @@ def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
     )
 
 
+def _load_points(path: str) -> np.ndarray:
+    """The POINTS file of ``--evaluate``: a finite 2-D float array, else SystemExit naming the problem."""
+    try:
+        points = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise SystemExit(f"--evaluate {path}: no such file; give an .npy file of (N, d) points.") from None
+    except (OSError, ValueError, EOFError) as error:
+        raise SystemExit(
+            f"--evaluate {path}: not a readable .npy array ({error}); write it with numpy.save(path, points)."
+        ) from None
+    if not isinstance(points, np.ndarray) or points.ndim != 2:
+        raise SystemExit(
+            f"--evaluate {path}: the points must be a 2-D array (N, d), got shape {np.shape(points)}; "
+            "reshape it to one row per point."
+        )
+    if not np.issubdtype(points.dtype, np.number) or np.issubdtype(points.dtype, np.complexfloating):
+        raise SystemExit(f"--evaluate {path}: the points have dtype {points.dtype}; give real numbers.")
+    points = points.astype(np.float64)
+    bad = np.flatnonzero(~np.all(np.isfinite(points), axis=1))
+    if bad.size:
+        raise SystemExit(
+            f"--evaluate {path}: {bad.size} rows hold NaN or Inf (the first is row {bad[0]}: {points[bad[0]]}); "
+            "give finite coordinates."
+        )
+    return points
+
+
+def _trained_checkpoints(output: str) -> list[str]:
+    """Checkpoint prefixes in ``output/checkpoints``, newest first; SystemExit when there is none."""
+    directory = os.path.join(output, "checkpoints")
+    names = os.listdir(directory) if os.path.isdir(directory) else []
+    numbers = sorted((int(n[5:-6]) for n in names if n.startswith("ckpt-") and n.endswith(".index")), reverse=True)
+    if not numbers:
+        raise SystemExit(
+            f"--evaluate: no trained run in {output} (no checkpoints in {directory}); train it first "
+            f"with the same --output, or point --output at a run's directory."
+        )
+    return [os.path.join(directory, f"ckpt-{number}") for number in numbers]
+
+
+def _restore(example: Example, prefixes: list[str]) -> tuple[Any, Any, Settings, str]:
+    """The problem and the trained model of the newest readable checkpoint, built with its stored settings.
+
+    Only reads: the model's weights are restored from the checkpoint files, nothing is written.
+    """
+    import tensorflow as tf
+
+    failures = []
+    names = {field.name for field in dataclasses.fields(Settings)}
+    for prefix in prefixes:
+        try:
+            reader = tf.train.load_checkpoint(prefix)
+            state = json.loads(reader.get_tensor("run_state/.ATTRIBUTES/VARIABLE_VALUE"))
+            stored = state.get("settings", {})
+            settings = Settings(**{key: value for key, value in stored.items() if key in names})
+            problem, model = example.build(settings)
+            tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
+        except Exception as error:  # noqa: BLE001 - an unreadable or mismatched checkpoint: try the previous one
+            failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
+            logging.getLogger(__name__).warning("--evaluate: checkpoint %s is unreadable (%s)", prefix, error)
+            continue
+        return problem, model, settings, prefix
+    raise SystemExit(f"--evaluate: no checkpoint of the run could be read: {'; '.join(failures)}")
+
+
+def evaluate(example: Example, args: argparse.Namespace) -> int:
+    """``--evaluate POINTS.npy``: the trained run in ``--output`` at the points, into ``evaluation.npz``.
+
+    Builds the example with the settings stored in its newest checkpoint, restores the trained
+    weights (no training, no file of the run is changed) and writes ``<output>/evaluation.npz``
+    atomically: ``points`` and one ``(N,)`` array per field. Points outside the domain stop with an
+    error, or get NaN with a warning under ``--outside nan``.
+    """
+    import tensorflow as tf
+
+    from hodiff.pinn.runlog import atomic_write
+
+    logging.basicConfig(format="%(message)s")
+    prefixes = _trained_checkpoints(args.output)
+    points = _load_points(args.evaluate)
+    problem, model, _, prefix = _restore(example, prefixes)
+    coords = tuple(problem.domain.coords)
+    if points.shape[1] != len(coords):
+        raise SystemExit(
+            f"--evaluate {args.evaluate}: the points have {points.shape[1]} columns; {example.name}'s domain has "
+            f"coordinates {coords}, so give {len(coords)} columns in that order."
+        )
+    inside = inside_domain(problem.domain, points)
+    if not inside.all():
+        first = int(np.flatnonzero(~inside)[0])
+        where = ", ".join(f"{name}={value:.6g}" for name, value in zip(coords, points[first]))
+        message = (
+            f"--evaluate {args.evaluate}: {int((~inside).sum())} of {len(points)} points are outside "
+            f"{example.name}'s domain (the first is row {first}: {where})"
+        )
+        if args.outside == "error":
+            raise SystemExit(f"{message}; remove them, or pass --outside nan to get NaN there.")
+        logging.getLogger(__name__).warning("%s; their values are NaN (--outside nan).", message)
+    dtype = model.weights[0].dtype
+    solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True)
+    batch = 65536
+    values = np.concatenate(
+        [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
+        or [np.zeros((0, len(problem.fields)))]
+    ).astype(np.float64)
+    values[~inside] = np.nan
+    fields = {name: values[:, i] for i, name in enumerate(problem.fields)}
+    path = os.path.join(args.output, "evaluation.npz")
+    with atomic_write(path) as temporary, open(temporary, "wb") as file:
+        np.savez(file, points=points, **fields)
+    print(
+        f"{example.name}: evaluated {', '.join(problem.fields)} of the run in {args.output} "
+        f"({os.path.basename(prefix)}) at {len(points)} points; wrote {path}"
+    )
+    return 0
+
+
 def run(example: Example, argv: list[str] | None = None) -> int:
     """Trains, evaluates and writes the results of ``example``; returns the exit status."""
     args, settings = parse_args(example, argv)
+    if args.evaluate is not None:
+        return evaluate(example, args)
     problem, model = example.build(settings)
     _check_memory(settings, len(problem.domain.coords))
     _check_output(args)
-    from hodiff.pinn import relative_l2_error
-
-    axes, reference = example.reference()
+    axes, values = example.reference()
+    shape = tuple(len(axis) for axis in axes.values())
+    reference = reference_fields(example, values, tuple(problem.fields), shape)
+    grid = grid_points(axes, tuple(problem.domain.coords))
+    outside = ~inside_domain(problem.domain, grid).reshape(shape)
+    for name in reference:
+        outside |= ~np.isfinite(reference[name])
     logging.basicConfig(format="%(message)s")  # the library logs where it resumed from, and recoveries
     logging.getLogger("hodiff").setLevel(logging.INFO)
     try:
@@ -285,25 +526,29 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     except (FileExistsError, FileNotFoundError, ValueError) as error:  # e.g. --resume with other settings
         raise SystemExit(f"{example.name}: {error}") from None
     print(f"{example.name}: {dataclasses.asdict(settings)}")
-    mesh = np.meshgrid(*axes.values(), indexing="ij")
-    grid = np.stack([m.ravel() for m in mesh], axis=1)
     if "initial_relative_l2_error" not in trainer.run_info:  # stored once, so that a resumed run reports it too
         untrained = trainer.run_log is None or trainer.run_log.restored is None
         trainer.run_info["initial_relative_l2_error"] = (
-            relative_l2_error(trainer.predict(grid)[:, 0], reference) if untrained else None
+            field_errors(predict_fields(trainer, grid, shape, outside), reference, example.error_fields)[
+                "relative_l2_error"
+            ]
+            if untrained
+            else None
         )
         trainer.save_run_info()
     trainer.adam(settings.adam_steps)
     result = trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None
     if result is not None:
         print(f"{example.name}: L-BFGS stopped after {result.nit} iterations, loss {result.fun:.4e}: {result.message}")
-    prediction = trainer.predict(grid)[:, 0].reshape(reference.shape)
-    error = relative_l2_error(prediction, reference)
+    prediction = predict_fields(trainer, grid, shape, outside)
+    errors = field_errors(prediction, reference, example.error_fields)
+    error = errors["relative_l2_error"]
     extra_metrics = example.extra_metrics(trainer) if example.extra_metrics else {}
     metrics = {
         "example": example.name,
         "preset": args.preset,
-        "relative_l2_error": error,
+        **errors,
+        "error_fields": list(example.error_fields or reference),
         "target": example.target.get(args.preset),
         "target_metric": example.target_metric,
         "initial_relative_l2_error": trainer.run_info["initial_relative_l2_error"],
@@ -317,12 +562,20 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     }
     line, status = _verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
+    single = len(problem.fields) == 1
     _write_results(
-        args.output, metrics, axes, prediction, reference, trainer, f"{example.name}: relative L2 error {error:.2e}"
+        args.output,
+        metrics,
+        axes,
+        prediction[problem.fields[0]] if single else prediction,
+        reference[problem.fields[0]] if single and problem.fields[0] in reference else reference,
+        trainer,
+        f"{example.name}: relative L2 error {error:.2e}",
     )
+    fields = "" if len(reference) == 1 else "".join(f", {f} {errors[f'relative_l2_error_{f}']:.3e}" for f in reference)
     extra = "".join(f", {k} {v:.6g}" for k, v in extra_metrics.items())
     print(
-        f"{example.name}: relative L2 error {error:.3e}{extra}, {trainer.elapsed_seconds:.0f} s of solving; "
+        f"{example.name}: relative L2 error {error:.3e}{fields}{extra}, {trainer.elapsed_seconds:.0f} s of solving; "
         f"wrote {args.output}/"
     )
     print(line)
