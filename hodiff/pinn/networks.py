@@ -1,4 +1,5 @@
-"""Keras networks for PINNs: an MLP with input scaling to [-1, 1] and optional Fourier features.
+"""Keras networks for PINNs: an MLP or modified MLP with input scaling to [-1, 1] and optional
+(multi-scale) Fourier features.
 
 Every layer here is built from matrix products and elementwise functions only: slicing and
 concatenation put XLA's ``DynamicUpdateSlice`` into second derivatives, and it has no gradient
@@ -8,15 +9,17 @@ for the third derivative that training a second-order PDE takes.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import keras
 import numpy as np
 
 from hodiff.pinn.geometry import Box
 
-__all__ = ["DTYPES", "FourierFeatures", "PeriodicEmbedding", "is_mixed", "mlp"]
+__all__ = ["ARCHITECTURES", "DTYPES", "FourierFeatures", "Gate", "PeriodicEmbedding", "is_mixed", "mlp"]
 
 DTYPES = ("float32", "float64", "mixed_float16")
+ARCHITECTURES = ("mlp", "modified")
 
 
 @keras.saving.register_keras_serializable(package="hodiff")
@@ -110,6 +113,20 @@ class PeriodicEmbedding(keras.layers.Layer):
         return {**super().get_config(), "periods": self.periods}
 
 
+@keras.saving.register_keras_serializable(package="hodiff")
+class Gate(keras.layers.Layer):
+    """``(1 - z) * u + z * v``: the gated update of the modified MLP (inputs ``[z, u, v]``).
+
+    References:
+      Wang, Teng & Perdikaris (2021), "Understanding and mitigating gradient flow pathologies
+      in physics-informed neural networks", SIAM J. Sci. Comput. 43.
+    """
+
+    def call(self, inputs):
+        z, u, v = inputs
+        return u + z * (v - u)
+
+
 def mlp(
     domain: Box,
     outputs: int = 1,
@@ -117,69 +134,154 @@ def mlp(
     depth: int = 8,
     activation: str = "tanh",
     fourier_features: int = 0,
-    fourier_scale: float = 1.0,
+    fourier_scale: float | Sequence[float] = 1.0,
     dtype: str = "float64",
     seed: int = 0,
     periodic: dict[str, float] | None = None,
+    architecture: str = "mlp",
 ) -> keras.Model:
     """A fully connected network whose inputs are first scaled from the domain to [-1, 1].
 
     Args:
-      domain: the problem's domain (its bounds set the input scaling).
+      domain: the problem's domain (its bounding box ``low``/``high`` sets the input scaling).
       outputs: number of output fields.
       width: neurons per hidden layer.
       depth: number of hidden layers.
       activation: hidden activation (tanh is smooth, as second derivatives need).
       fourier_features: if > 0, that many random Fourier features after the scaling.
-      fourier_scale: standard deviation of the Fourier frequencies.
+      fourier_scale: standard deviation of the Fourier frequencies; a sequence of them gives
+        multi-scale Fourier features: one embedding per scale, each passed through the SAME
+        hidden layers, the results joined by one linear output layer (Wang, Wang & Perdikaris
+        2021).
       dtype: ``"float64"`` (default; L-BFGS converges further), ``"float32"`` or
         ``"mixed_float16"``: then the hidden layers compute in float16 (float32 weights) while
         the input scaling, embeddings and the output layer stay float32, so the points, the
         outputs and their partials are float32.
-      seed: seeds the weight initialisers (no global random state is touched).
+      seed: seeds the weight initialisers and the Fourier matrices (no global random state).
       periodic: ``{coordinate: period}``: make the network exactly periodic in those
         coordinates (:class:`PeriodicEmbedding` after the scaling).
+      architecture: ``"mlp"`` (plain dense layers) or ``"modified"``: the modified MLP of
+        Wang, Teng & Perdikaris (2021), ``U = phi(X W_u)``, ``V = phi(X W_v)``,
+        ``H_1 = phi(X W_1)``, ``Z_k = phi(H_k W_k)``, ``H_{k+1} = (1 - Z_k) U + Z_k V`` for
+        ``k = 1 .. depth - 1`` (``depth`` dense layers besides the two encoders).
 
     Returns:
-      A built ``keras.Sequential``.
+      A built Keras model (``keras.Sequential`` for the plain single-scale MLP, a functional
+      ``keras.Model`` otherwise); every variant saves to ``.keras`` and loads back.
+
+    References:
+      Tancik et al. (2020), "Fourier features let networks learn high frequency functions in
+      low dimensional domains"; Wang, Wang & Perdikaris (2021), "On the eigenvector bias of
+      Fourier feature networks", CMAME 384; Wang, Teng & Perdikaris (2021), "Understanding and
+      mitigating gradient flow pathologies in physics-informed neural networks", SIAM J. Sci.
+      Comput. 43.
 
     Example:
       ```python
       from hodiff.pinn.geometry import Interval, TimeDomain
       from hodiff.pinn.networks import mlp
 
-      model = mlp(Interval("x", -1, 1) * TimeDomain("t", 0, 1), width=20, depth=4)
+      domain = Interval("x", -1, 1) * TimeDomain("t", 0, 1)
+      model = mlp(domain, width=20, depth=4)
       assert model.output_shape == (None, 1)
+      multiscale = mlp(domain, width=16, depth=2, fourier_features=8, fourier_scale=(1.0, 10.0))
+      modified = mlp(domain, outputs=2, width=16, depth=3, architecture="modified")
+      assert multiscale.output_shape == (None, 1) and modified.output_shape == (None, 2)
       ```
     """
     if dtype not in DTYPES:
         raise ValueError(
             f"mlp: dtype={dtype!r} is not one of {DTYPES}; use 'float32' for speed, 'float64' for L-BFGS accuracy."
         )
+    if architecture not in ARCHITECTURES:
+        raise ValueError(
+            f"mlp: architecture={architecture!r} is not one of {ARCHITECTURES}; 'mlp' is a plain stack of dense "
+            "layers, 'modified' the gated modified MLP of Wang, Teng & Perdikaris (2021)."
+        )
+    scales = _scales(fourier_scale, fourier_features)
+    if not isinstance(depth, int) or depth < 1 or not isinstance(width, int) or width < 1:
+        raise ValueError(f"mlp: width={width!r} and depth={depth!r} must be ints >= 1.")
     outer = "float32" if dtype == "mixed_float16" else dtype
     # Same seeds as keras.utils.set_random_seed(seed) followed by unseeded initialisers, without the global state.
     seeds = random.Random(seed)
     initializer = lambda: keras.initializers.GlorotNormal(seed=seeds.randint(1, int(1e9)))
     low, high = domain.low, domain.high
-    layers = [
-        keras.Input((len(low),), dtype=outer),
-        keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=outer),
-    ]
+    front = [keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=outer)]
     if periodic:
         # the scaled coordinate spans 2 over the domain's length: rescale the period alike
         scaled = {
             domain.coords.index(name): 2.0 * period / (domain.bounds[name][1] - domain.bounds[name][0])
             for name, period in periodic.items()
         }
-        layers.append(PeriodicEmbedding(scaled, dtype=outer))
-    if fourier_features:
-        layers.append(FourierFeatures(fourier_features, fourier_scale, seed, dtype=outer))
-    layers += [
-        keras.layers.Dense(width, activation=activation, kernel_initializer=initializer(), dtype=dtype)
-        for _ in range(depth)
+        front.append(PeriodicEmbedding(scaled, dtype=outer))
+    dense = lambda size, act="linear", bias=True: keras.layers.Dense(
+        size, activation=act, kernel_initializer=initializer(), use_bias=bias, dtype=dtype
+    )
+    if architecture == "mlp" and len(scales) <= 1:
+        if fourier_features:
+            front.append(FourierFeatures(fourier_features, scales[0], seed, dtype=outer))
+        hidden = [dense(width, activation) for _ in range(depth)]
+        last = keras.layers.Dense(outputs, kernel_initializer=initializer(), dtype=outer)
+        return keras.Sequential([keras.Input((len(low),), dtype=outer), *front, *hidden, last])
+
+    inputs = keras.Input((len(low),), dtype=outer)
+    x = inputs
+    for layer in front:
+        x = layer(x)
+    embeddings = (
+        [FourierFeatures(fourier_features, scale, seed + i, dtype=outer)(x) for i, scale in enumerate(scales)]
+        if fourier_features
+        else [x]
+    )
+    if architecture == "modified":
+        encoders = (dense(width, activation), dense(width, activation))
+        layers = [dense(width, activation) for _ in range(depth)]
+        gates = [Gate(dtype=dtype) for _ in range(depth - 1)]
+
+        def stack(h):
+            u, v = encoders[0](h), encoders[1](h)
+            h = layers[0](h)
+            for layer, gate in zip(layers[1:], gates):
+                h = gate([layer(h), u, v])
+            return h
+
+    else:
+        layers = [dense(width, activation) for _ in range(depth)]
+
+        def stack(h):
+            for layer in layers:
+                h = layer(h)
+            return h
+
+    # one linear layer on the concatenated outputs, written as a sum of one product per scale
+    # (a concatenation would put XLA's DynamicUpdateSlice into the derivatives)
+    heads = [
+        keras.layers.Dense(outputs, kernel_initializer=initializer(), use_bias=i == 0, dtype=outer, name=f"output_{i}")
+        for i in range(len(embeddings))
     ]
-    layers.append(keras.layers.Dense(outputs, kernel_initializer=initializer(), dtype=outer))
-    return keras.Sequential(layers)
+    parts = [head(stack(h)) for head, h in zip(heads, embeddings)]
+    output = parts[0] if len(parts) == 1 else keras.layers.Add(dtype=outer)(parts)
+    return keras.Model(inputs, output)
+
+
+def _scales(fourier_scale: float | Sequence[float], fourier_features: int) -> list[float]:
+    if not isinstance(fourier_features, int) or fourier_features < 0:
+        raise ValueError(f"mlp: fourier_features={fourier_features!r} must be an int >= 0 (0: no Fourier features).")
+    scales = [fourier_scale] if isinstance(fourier_scale, (int, float, np.number)) else list(fourier_scale)
+    if not scales or any(
+        isinstance(s, bool) or not isinstance(s, (int, float, np.number)) or not np.isfinite(s) or s <= 0
+        for s in scales
+    ):
+        raise ValueError(
+            f"mlp: fourier_scale={fourier_scale!r} must be a positive number or a non-empty sequence of them "
+            "(several give multi-scale Fourier features)."
+        )
+    if len(scales) > 1 and not fourier_features:
+        raise ValueError(
+            f"mlp: fourier_scale={fourier_scale!r} gives several scales but fourier_features=0; pass "
+            "fourier_features=... (features per scale)."
+        )
+    return [float(s) for s in scales]
 
 
 def is_mixed(model: keras.Model) -> bool:
