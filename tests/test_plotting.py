@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import hodiff
 
 SCRIPT = """
@@ -52,3 +54,28 @@ def test_no_hodiff_module_imports_matplotlib_at_import_time():
                 else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             )
             assert not any(name.split(".")[0] == "matplotlib" for name in names), f"{path} imports matplotlib"
+
+
+def test_two_fields_with_nan_outside_the_domain_are_plotted_masked(tmp_path, monkeypatch):
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from hodiff.pinn import plotting
+
+    x, y = np.linspace(-1, 1, 9), np.linspace(-1, 1, 7)
+    X, Y = np.meshgrid(x, y, indexing="ij")
+    u = np.where(X**2 + Y**2 <= 1, X + Y, np.nan)
+    drawn = []
+    original = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *a, **k: (drawn.append(figure), original(figure, *a, **k)))
+    plotting.plot_field({"x": x, "y": y}, {"u": u, "v": 2 * u}, {"u": u, "v": 2 * u + 0.1}, tmp_path / "f.png", "t")
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    panels = [axis for axis in drawn[0].axes if axis.get_title()]  # the colour bars have no title
+    assert [axis.get_title() for axis in panels] == [
+        f"{field}: {name}" for field in "uv" for name in ("PINN prediction", "reference", "absolute error")
+    ]
+    for axis in panels:
+        shown = axis.collections[0].get_array()
+        assert np.ma.isMaskedArray(shown) and shown.mask.ravel().tolist() == np.isnan(u).ravel().tolist()
+        assert np.all(np.isfinite(shown.compressed())), "the colour limits come from the finite values"
+    assert panels[5].collections[0].norm.vmax == pytest.approx(0.1)  # v's error, outside left out

@@ -8,7 +8,7 @@ notebook or an application with its own backend. matplotlib is imported when a p
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,34 +33,84 @@ def _save(figure: Figure, path: str) -> None:
         figure.savefig(temporary, dpi=110, format=os.path.splitext(path)[1][1:] or "png")
 
 
+def _limits(*arrays: np.ndarray) -> tuple[float, float]:
+    """The smallest and largest finite value of ``arrays`` (``(0, 1)`` when there is none)."""
+    finite = np.concatenate([np.asarray(a, dtype=np.float64)[np.isfinite(a)] for a in arrays])
+    return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+
+
 def plot_field(
-    axes: dict[str, np.ndarray], prediction: np.ndarray, reference: np.ndarray, path: str, title: str = ""
+    axes: dict[str, np.ndarray],
+    prediction: np.ndarray | Mapping[str, np.ndarray],
+    reference: np.ndarray | Mapping[str, np.ndarray] | None,
+    path: str,
+    title: str = "",
 ) -> None:
-    """Three panels over a 2-D grid: prediction, reference and absolute error.
+    """Prediction, reference and absolute error over a 2-D grid: one row of three panels per field.
+
+    NaN entries (grid points outside the domain) are left blank.
 
     Args:
       axes: two named 1-D coordinate arrays, e.g. ``{"x": ..., "t": ...}``; the first is the
         vertical axis of the panels, as in the usual x-t plots of Burgers' equation.
-      prediction: values ``(len(first), len(second))``.
-      reference: same shape.
+      prediction: values ``(len(first), len(second))``, or ``{field: values}`` for several fields.
+      reference: the same shape, or ``{field: values}`` (a field without a reference gets only its
+        prediction panel), or ``None``.
       path: the PNG file to write (atomically: written to a temporary file, then renamed).
       title: figure title.
+
+    Example:
+      ```python
+      import os, tempfile
+      import numpy as np
+      from hodiff.pinn import plotting
+
+      x, y = np.linspace(-1, 1, 21), np.linspace(-1, 1, 21)
+      X, Y = np.meshgrid(x, y, indexing="ij")
+      u = np.where(X**2 + Y**2 <= 1, 1 - X**2 - Y**2, np.nan)  # NaN outside the unit disk: blank
+      path = os.path.join(tempfile.mkdtemp(), "field.png")
+      plotting.plot_field({"x": x, "y": y}, {"u": u, "v": 2 * u}, {"u": u}, path, "two fields")
+      assert open(path, "rb").read(4)[1:] == b"PNG"
+      ```
     """
     (first, first_values), (second, second_values) = list(axes.items())[:2]
-    figure = _figure(figsize=(15, 4))
-    panels = figure.subplots(1, 3)
-    error = np.abs(prediction - reference)
-    limits = (min(prediction.min(), reference.min()), max(prediction.max(), reference.max()))
-    for panel, values, name, kwargs in (
-        (panels[0], prediction, "PINN prediction", {"vmin": limits[0], "vmax": limits[1], "cmap": "RdBu_r"}),
-        (panels[1], reference, "reference", {"vmin": limits[0], "vmax": limits[1], "cmap": "RdBu_r"}),
-        (panels[2], error, "absolute error", {"cmap": "magma"}),
-    ):
-        mesh = panel.pcolormesh(second_values, first_values, values, shading="auto", **kwargs)
-        panel.set_xlabel(second)
-        panel.set_ylabel(first)
-        panel.set_title(name)
-        figure.colorbar(mesh, ax=panel)
+    named = isinstance(prediction, Mapping)
+    predictions = dict(prediction) if isinstance(prediction, Mapping) else {"": prediction}
+    if reference is None:
+        references: dict[str, np.ndarray] = {}
+    elif isinstance(reference, Mapping):
+        references = dict(reference)
+    else:
+        references = {next(iter(predictions)): reference}
+    figure = _figure(figsize=(15, 4 * len(predictions)))
+    rows = figure.subplots(len(predictions), 3, squeeze=False)
+    for panels, (field, predicted) in zip(rows, predictions.items()):
+        predicted = np.asarray(predicted, dtype=np.float64)
+        wanted = references.get(field)
+        label = f"{field}: " if named else ""
+        if wanted is None:
+            shown = [(panels[0], predicted, "PINN prediction", "RdBu_r", _limits(predicted))]
+            for panel in panels[1:]:
+                panel.set_axis_off()
+            panels[1].text(0.5, 0.5, f"{label}no reference", ha="center", va="center", transform=panels[1].transAxes)
+        else:
+            wanted = np.asarray(wanted, dtype=np.float64)
+            limits = _limits(predicted, wanted)
+            error = np.abs(predicted - wanted)
+            shown = [
+                (panels[0], predicted, "PINN prediction", "RdBu_r", limits),
+                (panels[1], wanted, "reference", "RdBu_r", limits),
+                (panels[2], error, "absolute error", "magma", _limits(error)),
+            ]
+        for panel, values, name, colours, (low, high) in shown:
+            masked = np.ma.masked_invalid(values)  # outside the domain: blank
+            mesh = panel.pcolormesh(
+                second_values, first_values, masked, shading="auto", cmap=colours, vmin=low, vmax=high
+            )
+            panel.set_xlabel(second)
+            panel.set_ylabel(first)
+            panel.set_title(label + name)
+            figure.colorbar(mesh, ax=panel)
     figure.suptitle(title)
     _save(figure, path)
 
