@@ -1,8 +1,11 @@
-"""Boundary, initial, periodic and data conditions: each samples its points and gives residuals.
+"""Conditions: a residual in the named partials of the fields, on a boundary piece or a point set.
 
 A condition's residual is zero where the condition holds; the trainer minimises its mean
-square. Values are a number or a function of the named coordinates, ``value(x)`` with
-``x["t"]`` a tensor of shape ``(N,)``.
+square. The general :class:`Condition` takes any expression ``residual(d, x, n)`` of the named
+partials ``d`` (see :mod:`hodiff.pinn.names`), the coordinates ``x`` and the outward normal
+``n``; :class:`Dirichlet`, :class:`Neumann`, :class:`Robin`, :class:`Initial`,
+:class:`Periodic` and :class:`Data` are thin uses of it. Values are a number or a function of
+the named coordinates, ``value(x)`` with ``x["t"]`` a tensor of shape ``(N,)``.
 
 Example:
   ```python
@@ -13,22 +16,25 @@ Example:
   boundary = conditions.Dirichlet(0.0, count=80)                                 # u = 0
   initial = conditions.Initial(lambda x: -tf.sin(np.pi * x["x"]), count=160)     # u(x, 0)
   wrap = conditions.Periodic("x", count=64)                                      # u and u_x
+  at_rest = conditions.Condition(lambda d, x, n: d["u_t"], needs=("u_t",), on="initial", name="at_rest")
   ```
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from hodiff.pinn.geometry import Box
+from hodiff.pinn.names import named_partials, need_key, parse_needs
 
-__all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic"]
+__all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic", "Robin"]
 
 Value = float | Callable[[dict], tf.Tensor]
+PLACES = ("boundary", "initial", "interior")
 
 
 def named_columns(x: tf.Tensor, coords: tuple[str, ...]) -> dict[str, tf.Tensor]:
@@ -36,43 +42,240 @@ def named_columns(x: tf.Tensor, coords: tuple[str, ...]) -> dict[str, tf.Tensor]
     return {name: x[:, i] for i, name in enumerate(coords)}
 
 
-def _checked(value: Value, kind: str, name: str) -> Value:
+def _checked(value: Value, kind: str, name: str, label: str = "value") -> Value:
     """``value`` if it is callable or a finite number; a clear error otherwise."""
     if callable(value):
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value):
         raise ValueError(
-            f"{kind} {name!r}: value must be a finite number or a function of the coordinates, got {value!r}."
+            f"{kind} {name!r}: {label} must be a finite number or a function of the coordinates, got {value!r}."
         )
     return value
 
 
-def _evaluate(value: Value, x: tf.Tensor, coords: tuple[str, ...], caller: str) -> tf.Tensor:
+def _per_point(result: Any, like: tf.Tensor, caller: str, what: str) -> tf.Tensor:
+    """``result`` as a ``(N,)`` tensor of ``like``'s dtype; (N, 1) is flattened."""
+    result = tf.convert_to_tensor(result)
+    if result.shape.rank == 2 and result.shape[1] == 1:
+        result = result[:, 0]
+    if result.shape.rank != 1:
+        raise ValueError(
+            f"{caller}: {what} must return one value per point, shape (N,); it returned {tuple(result.shape)}. "
+            "Build it from d[...] and x[...] entries, which are (N,)."
+        )
+    return tf.cast(result, like.dtype)
+
+
+def _value(value: Value, x: dict[str, tf.Tensor], like: tf.Tensor, caller: str) -> tf.Tensor:
+    """A number or ``value(x)`` as ``(N,)`` values shaped like ``like``."""
     if callable(value):
-        result = tf.convert_to_tensor(value(named_columns(x, coords)))
-        result = tf.reshape(result, [-1]) if result.shape.rank == 2 and result.shape[1] == 1 else result
-        if result.shape.rank != 1:
-            raise ValueError(
-                f"{caller}: the value function must return one value per point, shape (N,); it returned "
-                f"{tuple(result.shape)}."
-            )
-        return tf.cast(result, x.dtype)
-    return tf.fill(tf.shape(x)[:1], tf.constant(value, x.dtype))
+        return _per_point(value(x), like, caller, "the value function")
+    return tf.fill(tf.shape(like)[:1], tf.constant(value, like.dtype))
+
+
+def _outside(domain: Any, points: np.ndarray) -> np.ndarray:
+    """Rows of ``points`` outside the (closed) domain."""
+    if hasattr(domain, "contains"):
+        return np.flatnonzero(~np.asarray(domain.contains(points), dtype=bool))
+    slack = 1e-9 * (domain.high - domain.low)
+    return np.flatnonzero(np.any((points < domain.low - slack) | (points > domain.high + slack), axis=1))
 
 
 class Condition:
-    """Base class. Subclasses set ``name``, ``field`` and ``count`` and implement
-    :meth:`sample` (numpy arrays, at least ``"points"``) and :meth:`residual`."""
+    """A condition ``residual(d, x, n) = 0`` on a boundary piece, at the first time, inside, or at points.
+
+    Args:
+      residual: ``residual(d, x, n) -> (N,)`` (or ``(N, 1)``): ``d`` maps each entry of
+        ``needs`` to its values ``(N,)``, ``x`` each coordinate name to its column ``(N,)``,
+        ``n`` each coordinate name to the outward unit normal's component ``(N,)`` (zero where
+        no normal is defined: time and parameter columns, ``on="initial"`` and ``"interior"``,
+        points given without ``normals``).
+      needs: the field values and partials used, e.g. ``("u", "u_x")`` or ``(("u_vel", "x1"),)``
+        (see :mod:`hodiff.pinn.names`); any of the problem's fields.
+      on: ``"boundary"`` (the spatial boundary at all times, or the part ``where`` selects),
+        ``"initial"`` (t = t0), ``"interior"``, or an ``(N, d)`` array of points in the order of
+        the domain's coordinates (then ``count`` is ignored).
+      where: which part: a boundary piece name (``"right"``), a geometry operand, or a predicate
+        ``where(x) -> bool array`` with ``x`` the coordinate columns as numpy arrays (the only
+        choice for ``"initial"`` and ``"interior"``). ``None``: everywhere.
+      count: number of points sampled (``on`` a place).
+      name: the loss term's name.
+      points: the points, as an alternative to ``on=array``.
+      normals: ``(N, d)`` outward normals at ``points`` (optional).
+
+    Example:
+      ```python
+      import numpy as np
+      from hodiff.pinn import Condition, Interval, Problem, TimeDomain
+
+      # the wave equation starts at rest: u_t(x, 0) = 0
+      at_rest = Condition(lambda d, x, n: d["u_t"], needs=("u_t",), on="initial", count=64, name="at_rest")
+      # u_x(0.5, t) = 0 along a line of points
+      line = np.stack([np.full(9, 0.5), np.linspace(0, 1, 9)], axis=1)
+      flat = Condition(lambda d, x, n: d["u_x"], needs=("u_x",), on=line, name="flat")
+      problem = Problem(
+          Interval("x", 0, 1) * TimeDomain("t", 0, 1), needs=("u_tt", "u_xx"),
+          residual=lambda d, x, p: d["u_tt"] - 4 * d["u_xx"], conditions=[at_rest, flat],
+      )
+      assert problem.term_names == ("residual", "at_rest", "flat")
+      ```
+    """
 
     name: str = "condition"
-    field: str = "u"
+    field: str | None = None
     count: int = 0
+    needs: tuple = ()
+    with_normals: bool = True
 
-    def validate(self, domain: Box) -> None:
+    def __init__(
+        self,
+        residual: Callable[[dict, dict, dict], Any],
+        needs: Sequence[Any],
+        on: Any = "boundary",
+        where: Any = None,
+        count: int = 100,
+        name: str = "condition",
+        points: Any = None,
+        normals: Any = None,
+    ):
+        kind = type(self).__name__
+        if not callable(residual):
+            raise TypeError(f"{kind} {name!r}: residual must be a function residual(d, x, n), got {residual!r}.")
+        if isinstance(needs, str) or not isinstance(needs, (tuple, list)):
+            raise TypeError(f"{kind} {name!r}: needs must be a tuple of entries, e.g. ('u_x',), got {needs!r}.")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{kind}: name must be a non-empty string, got {name!r}.")
+        if not isinstance(on, str):
+            if points is not None:
+                raise ValueError(f"{kind} {name!r}: give the points once, as on=array or as points=, not both.")
+            points, on = on, "points"
+        elif points is not None:
+            if on != "boundary":
+                raise ValueError(f"{kind} {name!r}: points= replaces on={on!r}; pass one of them.")
+            on = "points"
+        elif on not in PLACES:
+            raise ValueError(f"{kind} {name!r}: on={on!r} is not one of {PLACES} or an (N, d) array of points.")
+        if where is not None and on in ("initial", "interior") and not callable(where):
+            raise ValueError(
+                f"{kind} {name!r}: on={on!r} takes where as a predicate where(x) -> bool array, got {where!r}; "
+                "boundary pieces and geometry operands select parts of the boundary (on='boundary')."
+            )
+        if on == "points" and where is not None:
+            raise ValueError(f"{kind} {name!r}: where does not apply to given points; select the rows yourself.")
+        self.function, self.needs = residual, tuple(need_key(entry) for entry in needs)
+        self.on, self.where, self.name, self.count = on, where, name, count
+        self.points: np.ndarray | None = None
+        self.normals: np.ndarray | None = None
+        if on == "points":
+            self.points = self._array(points, "points")
+            self.count = len(self.points)
+            if normals is not None:
+                self.normals = self._array(normals, "normals")
+                if self.normals.shape != self.points.shape:
+                    raise ValueError(
+                        f"{kind} {name!r}: normals have shape {self.normals.shape} but points {self.points.shape}; "
+                        "give one normal per point."
+                    )
+        elif normals is not None:
+            raise ValueError(f"{kind} {name!r}: normals are given with points; on={on!r} samples its own.")
+
+    def _array(self, values: Any, label: str) -> np.ndarray:
+        array = np.asarray(values, dtype=float)
+        if array.ndim != 2 or len(array) == 0:
+            raise ValueError(
+                f"{type(self).__name__} {self.name!r}: {label} must be an (N, d) array with N >= 1, got shape "
+                f"{array.shape}."
+            )
+        bad = np.flatnonzero(~np.all(np.isfinite(array), axis=1))
+        if bad.size:
+            raise ValueError(
+                f"{type(self).__name__} {self.name!r}: {label} hold NaN or Inf in {bad.size} rows (first: row "
+                f"{bad[0]}); remove those rows."
+            )
+        return array
+
+    def needs_for(self, coords: tuple[str, ...]) -> tuple:
+        """The needs entries on a domain with coordinates ``coords`` (some conditions need every coordinate)."""
+        return self.needs
+
+    def validate(self, domain: Any) -> None:
         """Raises ``ValueError`` if the condition cannot apply to ``domain`` (checked by the Problem)."""
+        kind = f"{type(self).__name__} {self.name!r}"
+        if self.on == "initial" and domain.time is None:
+            raise ValueError(f"{kind}: on='initial' needs a time coordinate; build the domain as space * TimeDomain.")
+        if self.on == "boundary" and not domain.space:
+            raise ValueError(f"{kind}: on='boundary', but the domain {domain.coords} has no spatial coordinate.")
+        if self.points is not None:
+            if self.points.shape[1] != len(domain.coords):
+                raise ValueError(
+                    f"{kind}: points have {self.points.shape[1]} columns but the domain has coordinates "
+                    f"{domain.coords}."
+                )
+            outside = _outside(domain, self.points)
+            if outside.size:
+                raise ValueError(
+                    f"{kind}: {outside.size} points lie outside the domain {domain.bounds} (first: row "
+                    f"{outside[0]}, {self.points[outside[0]].tolist()}); the network is only trained inside it, "
+                    "so drop or clip them."
+                )
 
-    def sample(self, domain: Box, method: str, seed: int) -> dict[str, np.ndarray]:
-        raise NotImplementedError
+    def sample(self, domain: Any, method: str, seed: int) -> dict[str, np.ndarray]:
+        """The condition's points (and normals), deterministic for a given ``seed``."""
+        if self.points is not None:
+            arrays = {"points": self.points}
+            if self.normals is not None:
+                arrays["normals"] = self.normals
+            return arrays
+        if self.on == "boundary":
+            if self.where is None:
+                points, normals = domain.sample_boundary(self.count, method, seed)
+            elif "where" in inspect.signature(domain.sample_boundary).parameters:
+                points, normals = domain.sample_boundary(self.count, method, seed, where=self.where)
+            elif callable(self.where):
+                draw = lambda count, s: np.concatenate(domain.sample_boundary(count, method, s), axis=1)
+                both = self._selected(domain, draw, seed)
+                points, normals = np.split(both, 2, axis=1)
+            else:
+                raise ValueError(
+                    f"{type(self).__name__} {self.name!r}: where={self.where!r} names a boundary piece, but this "
+                    "domain has no named pieces; pass a predicate where(x) -> bool array."
+                )
+            arrays = {"points": points}
+            if self.with_normals:
+                arrays["normals"] = normals
+            return arrays
+        sampler = domain.sample_initial if self.on == "initial" else domain.sample_interior
+        if self.where is None:
+            return {"points": sampler(self.count, method, seed)}
+        return {"points": self._selected(domain, lambda count, s: sampler(count, method, s), seed)}
+
+    def _selected(self, domain: Any, draw: Callable[[int, int], np.ndarray], seed: int) -> np.ndarray:
+        """``count`` rows of ``draw`` whose points ``where`` keeps, oversampling as needed."""
+        width = len(domain.coords)
+        for factor in (4, 16, 64, 256):
+            rows = draw(factor * self.count, seed)
+            keep = np.asarray(self.where({c: rows[:, i] for i, c in enumerate(domain.coords)}), dtype=bool)
+            if keep.shape != (len(rows),):
+                raise ValueError(
+                    f"{type(self).__name__} {self.name!r}: where(x) must return one bool per point, shape (N,); it "
+                    f"returned shape {keep.shape}."
+                )
+            if keep.sum() >= self.count:
+                return rows[keep][: self.count]
+        if not keep.any():
+            raise ValueError(
+                f"{type(self).__name__} {self.name!r}: where={self.where!r} selects no points on {self.on!r} of "
+                f"the domain {domain.coords}; check the predicate (compare with a tolerance, not ==)."
+            )
+        raise ValueError(
+            f"{type(self).__name__} {self.name!r}: where={self.where!r} keeps only {keep.mean():.2g} of the "
+            f"{self.on} points ({int(keep.sum())} of {len(keep)} drawn, width {width}); widen the selection or "
+            "give the points as on=array."
+        )
+
+    def evaluate(self, d: dict, x: dict, n: dict, arrays: dict[str, tf.Tensor]) -> Any:
+        """The raw residual from the named partials (subclasses may read more ``arrays``)."""
+        return self.function(d, x, n)
 
     def residual(
         self,
@@ -80,40 +283,71 @@ class Condition:
         field_index: int,
         arrays: dict[str, tf.Tensor],
         coords: tuple[str, ...],
+        fields: Sequence[str] | None = None,
     ) -> tf.Tensor:
-        raise NotImplementedError
+        """The residual ``(N,)`` at the sampled ``arrays``.
+
+        Args:
+          solution: ``(N, d) -> (N, fields)``.
+          field_index: the output column of ``field`` (used when ``fields`` is not given).
+          arrays: as :meth:`sample` returns them, as tensors.
+          coords: the domain's coordinate names.
+          fields: all field names in output order (the :class:`~hodiff.pinn.Problem` passes them).
+        """
+        if fields is not None:
+            columns = {f: i for i, f in enumerate(fields)}
+        elif self.field is not None:
+            columns = {self.field: field_index}
+        else:
+            raise ValueError(f"Condition {self.name!r}: pass fields=(...) to evaluate it outside a Problem.")
+        caller = f"condition {self.name!r}"
+        parsed = parse_needs(self.needs_for(tuple(coords)), tuple(columns), coords, caller)
+        x = arrays["points"]
+        d = named_partials(solution, x, coords, columns, parsed)
+        columns_x = named_columns(x, tuple(coords))
+        if "normals" in arrays:
+            normals = tf.cast(arrays["normals"], x.dtype)
+            n = {c: normals[:, i] for i, c in enumerate(coords)}
+        else:
+            n = {c: tf.zeros_like(x[:, 0]) for c in coords}
+        return _per_point(self.evaluate(d, columns_x, n, arrays), x[:, 0], f"Condition {self.name!r}", "residual")
+
+
+def _normal_derivative(d: dict, n: dict, field: str) -> tf.Tensor:
+    return tf.add_n([d[(field, c)] * n[c] for c in n])
 
 
 class Dirichlet(Condition):
-    """``u = value`` on the spatial boundary (all faces, all times).
+    """``u = value`` on the spatial boundary (all pieces, all times), or the part ``where`` selects.
 
     Args:
       value: a number or ``value(x) -> (N,)``.
       count: number of boundary points.
       field: which output field.
       name: the loss term's name (default ``"boundary"``).
+      where: a boundary piece name, geometry operand or predicate (see :class:`Condition`).
     """
 
-    def __init__(self, value: Value = 0.0, count: int = 100, field: str = "u", name: str = "boundary"):
-        self.value, self.count, self.field, self.name = _checked(value, type(self).__name__, name), count, field, name
+    with_normals = False
 
-    def sample(self, domain, method, seed):
-        points, _ = domain.sample_boundary(self.count, method, seed)
-        return {"points": points}
+    def __init__(
+        self, value: Value = 0.0, count: int = 100, field: str = "u", name: str = "boundary", where: Any = None
+    ):
+        self.value = _checked(value, type(self).__name__, name)
+        residual = lambda d, x, n: d[(field,)] - _value(self.value, x, d[(field,)], name)
+        super().__init__(residual, ((field,),), on=self.place, where=where, count=count, name=name)
+        self.field = field
 
-    def residual(self, solution, field_index, arrays, coords):
-        x = arrays["points"]
-        return solution(x)[:, field_index] - _evaluate(self.value, x, coords, self.name)
+    place = "boundary"
 
 
 class Initial(Dirichlet):
-    """``u(x, t0) = value(x)`` at the first time (default name ``"initial"``)."""
+    """``u(x, t0) = value(x)`` at the first time (default name ``"initial"``); ``where`` a predicate."""
 
-    def __init__(self, value: Value, count: int = 100, field: str = "u", name: str = "initial"):
-        super().__init__(value, count, field, name)
+    place = "initial"
 
-    def sample(self, domain, method, seed):
-        return {"points": domain.sample_initial(self.count, method, seed)}
+    def __init__(self, value: Value, count: int = 100, field: str = "u", name: str = "initial", where: Any = None):
+        super().__init__(value, count, field, name, where)
 
 
 class Neumann(Condition):
@@ -124,22 +358,51 @@ class Neumann(Condition):
       count: number of boundary points.
       field: which output field.
       name: the loss term's name (default ``"neumann"``).
+      where: a boundary piece name, geometry operand or predicate (see :class:`Condition`).
     """
 
-    def __init__(self, value: Value = 0.0, count: int = 100, field: str = "u", name: str = "neumann"):
-        self.value, self.count, self.field, self.name = _checked(value, "Neumann", name), count, field, name
+    def __init__(
+        self, value: Value = 0.0, count: int = 100, field: str = "u", name: str = "neumann", where: Any = None
+    ):
+        self.value = _checked(value, "Neumann", name)
+        residual = lambda d, x, n: _normal_derivative(d, n, field) - _value(self.value, x, d[(field,)], name)
+        super().__init__(residual, ((field,),), where=where, count=count, name=name)
+        self.field = field
 
-    def sample(self, domain, method, seed):
-        points, normals = domain.sample_boundary(self.count, method, seed)
-        return {"points": points, "normals": normals}
+    def needs_for(self, coords):
+        return ((self.field,), *((self.field, c) for c in coords))
 
-    def residual(self, solution, field_index, arrays, coords):
-        x = arrays["points"]
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            u = solution(x)[:, field_index]
-        normal_derivative = tf.reduce_sum(tape.gradient(u, x) * arrays["normals"], axis=1)
-        return normal_derivative - _evaluate(self.value, x, coords, self.name)
+
+class Robin(Neumann):
+    """``alpha u + beta du/dn = value`` on the spatial boundary (outward normal derivative).
+
+    Args:
+      alpha: a number or ``alpha(x) -> (N,)``.
+      beta: a number or ``beta(x) -> (N,)``.
+      value: a number or ``value(x) -> (N,)``.
+      count: number of boundary points.
+      field: which output field.
+      name: the loss term's name (default ``"robin"``).
+      where: a boundary piece name, geometry operand or predicate (see :class:`Condition`).
+    """
+
+    def __init__(
+        self,
+        alpha: Value,
+        beta: Value,
+        value: Value = 0.0,
+        count: int = 100,
+        field: str = "u",
+        name: str = "robin",
+        where: Any = None,
+    ):
+        super().__init__(value, count, field, name, where)
+        self.alpha, self.beta = _checked(alpha, "Robin", name, "alpha"), _checked(beta, "Robin", name, "beta")
+
+    def evaluate(self, d, x, n, arrays):
+        u = d[(self.field,)]
+        alpha, beta = (_value(c, x, u, self.name) for c in (self.alpha, self.beta))
+        return alpha * u + beta * _normal_derivative(d, n, self.field) - _value(self.value, x, u, self.name)
 
 
 class Periodic(Condition):
@@ -154,7 +417,9 @@ class Periodic(Condition):
     """
 
     def __init__(self, coord: str, count: int = 100, field: str = "u", derivatives: int = 1, name: str = "periodic"):
-        self.coord, self.count, self.field, self.derivatives, self.name = coord, count, field, derivatives, name
+        orders = tuple((field, *(coord,) * k) for k in range(derivatives + 1))
+        super().__init__(lambda d, x, n: None, orders, on="interior", count=count, name=name)
+        self.coord, self.field, self.derivatives = coord, field, derivatives
 
     def validate(self, domain):
         if self.coord not in domain.space:
@@ -171,20 +436,13 @@ class Periodic(Condition):
         high[:, column] = domain.bounds[self.coord][1]
         return {"points": low, "partners": high}
 
-    def residual(self, solution, field_index, arrays, coords):
-        column = coords.index(self.coord)
+    def residual(self, solution, field_index, arrays, coords, fields=None):
+        columns = {f: i for i, f in enumerate(fields)} if fields is not None else {self.field: field_index}
+        parsed = parse_needs(self.needs, tuple(columns), coords, f"condition {self.name!r}")
         x = tf.concat([arrays["points"], arrays["partners"]], axis=0)
         count = tf.shape(arrays["points"])[0]
-        values = [solution(x)[:, field_index]] if self.derivatives == 0 else []
-        if self.derivatives > 0:
-            with tf.GradientTape(persistent=True) as tape:
-                tape.watch(x)
-                u = solution(x)[:, field_index]
-                values.append(u)
-                for _ in range(self.derivatives):
-                    u = tape.gradient(u, x)[:, column]
-                    values.append(u)
-            del tape
+        d = named_partials(solution, x, coords, columns, parsed)
+        values = [_per_point(d[key], x[:, 0], f"Periodic {self.name!r}", "the solution") for key in self.needs]
         return tf.concat([v[:count] - v[count:] for v in values], axis=0)
 
 
@@ -205,35 +463,19 @@ class Data(Condition):
                 f"Data {name!r}: points must be (N, d) with one value each and N >= 1; got points "
                 f"{points.shape} and values {values.shape}."
             )
-        for label, array in (("points", points), ("values", values)):
-            bad = np.flatnonzero(~np.all(np.isfinite(array.reshape(len(array), -1)), axis=1))
-            if bad.size:
-                raise ValueError(
-                    f"Data {name!r}: {label} hold NaN or Inf in {bad.size} rows (first: row {bad[0]}); remove "
-                    f"or fill those observations."
-                )
-        self.points, self.values, self.count, self.field, self.name = points, values, len(values), field, name
-
-    def validate(self, domain):
-        if self.points.shape[1] != len(domain.coords):
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
             raise ValueError(
-                f"Data {self.name!r}: points have {self.points.shape[1]} columns but the domain has coordinates "
-                f"{domain.coords}."
+                f"Data {name!r}: values hold NaN or Inf in {bad.size} rows (first: row {bad[0]}); remove "
+                f"or fill those observations."
             )
-        slack = 1e-9 * (domain.high - domain.low)
-        outside = np.flatnonzero(
-            np.any((self.points < domain.low - slack) | (self.points > domain.high + slack), axis=1)
-        )
-        if outside.size:
-            raise ValueError(
-                f"Data {self.name!r}: {outside.size} points lie outside the domain {domain.bounds} (first: row "
-                f"{outside[0]}, "
-                f"{self.points[outside[0]].tolist()}); the network is only trained inside it, so drop or clip them."
-            )
+        super().__init__(lambda d, x, n: None, ((field,),), on=points, name=name)
+        self.values, self.field = values, field
 
     def sample(self, domain, method, seed):
         self.validate(domain)
         return {"points": self.points, "values": self.values}
 
-    def residual(self, solution, field_index, arrays, coords):
-        return solution(arrays["points"])[:, field_index] - arrays["values"]
+    def evaluate(self, d, x, n, arrays):
+        u = d[(self.field,)]
+        return u - tf.cast(arrays["values"], u.dtype)

@@ -28,7 +28,7 @@ from typing import Any
 import tensorflow as tf
 
 from hodiff import _validate
-from hodiff.operators import partials
+from hodiff.pinn import names
 from hodiff.pinn.conditions import Condition, named_columns
 from hodiff.pinn.geometry import Box
 
@@ -86,18 +86,22 @@ class Problem:
       residual: ``residual(d, x, p)``: ``d`` maps each name in ``needs`` to a tensor ``(N,)``,
         ``x`` maps each coordinate name to its column ``(N,)``, ``p`` maps each unknown
         parameter to a scalar tensor. Returns the residual ``(N,)``; for a system of equations
-        a tuple of them, or a dict keyed by ``residual_names``.
+        a dict ``{term name: (N,)}`` (e.g. ``"momentum_x"``) or a tuple named by ``residual_names``.
       needs: the field values and partials the residual uses: ``"u"``, ``"u_t"``, ``"u_xx"``,
-        ``"v_xy"`` (field, underscore, one letter per differentiation).
-      conditions: boundary, initial, periodic and data conditions.
+        ``"v_xy"`` (field, underscore, coordinates), ``"u_vel_x1_x1"`` or the tuple
+        ``("u_vel", "x1", "x1")`` for longer names (see :mod:`hodiff.pinn.names`).
+      conditions: :class:`~hodiff.pinn.conditions.Condition` objects (boundary, initial,
+        periodic, data, or general conditions on any field).
       fields: names of the network's output columns, in order.
       parameters: unknown PDE parameters to learn, ``{name: initial value}`` (inverse problems).
       weights: loss weight per term name (default 1 each; finite, >= 0).
       output_transform: ``output_transform(x, outputs) -> outputs``, applied to the network's
         ``(N, fields)`` output to impose conditions exactly (hard constraints); ``x`` maps the
         coordinate names to columns.
-      residual_names: the loss-term names of the residuals, one per equation (default
-        ``("residual",)``); a system of several equations must name them.
+      residual_names: the loss-term names of the residuals, one per equation. ``None``
+        (default): the keys of a dict residual (found by calling the residual once on dummy
+        values at construction), else ``("residual",)``; a tuple of several equations must be
+        named here.
       causal: :class:`CausalWeights` for the residual terms of a time-dependent problem.
 
     Attributes:
@@ -114,13 +118,15 @@ class Problem:
         parameters: dict[str, float] | None = None,
         weights: dict[str, float] | None = None,
         output_transform: Callable[[dict, tf.Tensor], tf.Tensor] | None = None,
-        residual_names: Sequence[str] = ("residual",),
+        residual_names: Sequence[str] | None = None,
         causal: CausalWeights | None = None,
     ):
         self.domain, self.residual, self.fields = domain, residual, tuple(fields)
         self.conditions, self.parameters = list(conditions), dict(parameters or {})
         self.output_transform = output_transform
-        self.needs = {name: self._parse_need(name) for name in needs}
+        self.needs = names.parse_needs(needs, self.fields, domain.coords)
+        if residual_names is None:
+            residual_names = self._probe_names()
         if isinstance(residual_names, str) or not residual_names or len(set(residual_names)) != len(residual_names):
             raise ValueError(
                 f"Problem: residual_names must be a tuple of distinct names, one per equation, got {residual_names!r}."
@@ -129,22 +135,30 @@ class Problem:
         for condition in self.conditions:
             if not isinstance(condition, Condition):
                 raise TypeError(
-                    "Problem: conditions must be hodiff.pinn.conditions objects (Dirichlet, Initial, ...), got "
-                    f"{type(condition).__name__}."
+                    "Problem: conditions must be hodiff.pinn.conditions objects (Dirichlet, Initial, Condition, "
+                    f"...), got {type(condition).__name__}."
                 )
-            if condition.field not in self.fields:
+            if condition.field is not None and condition.field not in self.fields:
                 raise ValueError(
                     f"Problem: condition {condition.name!r} is on field {condition.field!r}, which is not one "
                     f"of fields {self.fields}."
                 )
+            if condition.needs:
+                names.parse_needs(
+                    condition.needs_for(domain.coords),
+                    self.fields,
+                    domain.coords,
+                    f"Problem: condition {condition.name!r}",
+                )
             condition.validate(domain)
-        names = [c.name for c in self.conditions]
-        if len(set(names)) != len(names) or set(names) & set(self.residual_names):
+        condition_names = [c.name for c in self.conditions]
+        if len(set(condition_names)) != len(condition_names) or set(condition_names) & set(self.residual_names):
             raise ValueError(
-                f"Problem: loss term names must be unique, got residuals {self.residual_names} and conditions {names}; "
+                f"Problem: loss term names must be unique, got residuals {self.residual_names} and conditions "
+                f"{condition_names}; "
                 "pass name=... to a condition (or residual_names=...) to tell them apart."
             )
-        self.term_names: tuple[str, ...] = self.residual_names + tuple(names)
+        self.term_names: tuple[str, ...] = self.residual_names + tuple(condition_names)
         self.weights = dict(weights or {})
         unknown = set(self.weights) - set(self.term_names)
         if unknown:
@@ -161,20 +175,26 @@ class Problem:
                 raise ValueError("Problem: causal weights need a time coordinate; the domain has none.")
         self.causal = causal
 
-    def _parse_need(self, name: str) -> tuple[str, str]:
-        field, _, partial = name.partition("_")
-        if field not in self.fields:
-            raise ValueError(
-                f"Problem: needs entry {name!r} starts with {field!r}, which is not one of fields "
-                f"{self.fields}; write needs as 'u', 'u_t', 'u_xx'."
-            )
-        for letter in partial:
-            if letter not in self.domain.coords:
-                raise ValueError(
-                    f"Problem: needs entry {name!r} differentiates by {letter!r}, which is not a coordinate of "
-                    f"the domain {self.domain.coords}."
+    def _probe_names(self) -> tuple[str, ...]:
+        """The residual names from one call of the residual on dummy values: a dict's keys, else ("residual",).
+
+        A residual that fails on dummy values (or returns a tuple) keeps ``("residual",)``; its
+        first real evaluation then reports what is wrong.
+        """
+        for dtype in (tf.float64, tf.float32):
+            dummy = tf.fill([2], tf.constant(0.5, dtype))
+            try:
+                result = self.residual(
+                    {key: dummy for key in self.needs},
+                    {name: dummy for name in self.domain.coords},
+                    {name: tf.constant(value, dtype) for name, value in self.parameters.items()},
                 )
-        return field, partial
+            except Exception:  # noqa: BLE001 - any failure is reported by the first real evaluation
+                continue
+            if isinstance(result, dict) and result and all(isinstance(k, str) for k in result):
+                return tuple(result)
+            return ("residual",)
+        return ("residual",)
 
     def replace(self, **changes: Any) -> Problem:
         """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``)."""
@@ -219,15 +239,26 @@ class Problem:
             points[condition.name] = condition.sample(self.domain, method, seed + 1 + i)
         return points
 
+    def named_partials(self, solution: Callable, x: tf.Tensor, needs: Sequence[Any]) -> dict:
+        """The values and partials named in ``needs`` at points ``x`` ``(N, d)``, each ``(N,)``.
+
+        One set of tapes per field serves every entry of that field (see :mod:`hodiff.pinn.names`).
+
+        Args:
+          solution: ``solution(x) -> (N, fields)`` (see :meth:`solution`).
+          x: the points, a tensor ``(N, d)`` in the order of the domain's coordinates.
+          needs: entries such as ``"u_xx"`` or ``("u_vel", "x1", "x1")``.
+
+        Returns:
+          ``{entry: (N,)}`` keyed by the entries as written (lists become tuples).
+        """
+        parsed = names.parse_needs(needs, self.fields, self.domain.coords)
+        columns = {field: i for i, field in enumerate(self.fields)}
+        return names.named_partials(solution, x, self.domain.coords, columns, parsed)
+
     def pde_residuals(self, solution: Callable, x: tf.Tensor, parameters: dict[str, tf.Tensor]) -> list[tf.Tensor]:
         """The residuals at interior points ``x``, each ``(N,)``, in the order of ``residual_names``."""
-        values = {}
-        for field_index, field in enumerate(self.fields):
-            wanted = {name: partial for name, (f, partial) in self.needs.items() if f == field}
-            if wanted:
-                column = lambda x, k=field_index: solution(x)[:, k]
-                computed = partials(column, x, self.domain.coords, tuple(set(wanted.values())))
-                values.update({name: computed[partial] for name, partial in wanted.items()})
+        values = self.named_partials(solution, x, tuple(self.needs))
         result = self.residual(values, named_columns(x, self.domain.coords), parameters)
         residuals = self._as_list(result)
         checked = []
@@ -265,7 +296,11 @@ class Problem:
 
     def condition_residual(self, condition: Condition, solution: Callable, arrays: dict[str, tf.Tensor]) -> tf.Tensor:
         """The residual ``(N,)`` of one condition at its sampled ``arrays``."""
-        residual = condition.residual(solution, self.fields.index(condition.field), arrays, self.domain.coords)
+        if condition.needs:
+            residual = condition.residual(solution, 0, arrays, self.domain.coords, fields=self.fields)
+        else:  # a subclass written for the older interface
+            index = self.fields.index(condition.field) if condition.field in self.fields else 0
+            residual = condition.residual(solution, index, arrays, self.domain.coords)
         if residual.shape.rank != 1:
             raise ValueError(
                 f"Problem: condition {condition.name!r} gave residuals of shape {tuple(residual.shape)}; expected (N,)."
