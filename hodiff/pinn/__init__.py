@@ -1,8 +1,8 @@
 """Physics-informed neural networks on hodiff's derivatives: geometry, conditions, problem,
 networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on demand)."""
 
-from hodiff.pinn import conditions, geometry, runlog
-from hodiff.pinn.conditions import Data, Dirichlet, Initial, Neumann, Periodic
+from hodiff.pinn import conditions, geometry, names, runlog
+from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
 from hodiff.pinn.geometry import Box, Interval, Rectangle, TimeDomain
 from hodiff.pinn.networks import FourierFeatures, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem
@@ -14,6 +14,7 @@ __all__ = [
     "AdaptiveWeights",
     "Box",
     "CausalWeights",
+    "Condition",
     "Data",
     "Dirichlet",
     "FourierFeatures",
@@ -25,6 +26,7 @@ __all__ = [
     "Problem",
     "Rectangle",
     "Resampling",
+    "Robin",
     "RunLog",
     "TimeDomain",
     "Trainer",
@@ -32,6 +34,7 @@ __all__ = [
     "conditions",
     "geometry",
     "mlp",
+    "names",
     "relative_l2_error",
     "runlog",
     "write_json",
