@@ -3,6 +3,8 @@ reproduces the uninterrupted run, no silent overwrite, whole files after a kill,
 status. Tiny settings on the heat equation keep each run to a few seconds."""
 
 import csv
+import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -15,7 +17,7 @@ from hodiff import pinn
 from hodiff.pinn import plotting
 from hodiff.pinn import trainer as trainer_module
 from pinn_examples import heat
-from pinn_examples._runner import TARGET_MISSED, _verdict, _write_results, memory_needed
+from pinn_examples._runner import TARGET_MISSED, _verdict, _write_results, field_errors, memory_needed, reference_fields
 from pinn_examples._runner import run as run_example
 
 # log-every divides the L-BFGS iterations, the case where the last L-BFGS row used to be logged twice
@@ -272,3 +274,118 @@ def test_resume_with_other_settings_stops_and_names_them(uninterrupted, tmp_path
             heat.EXAMPLE, [*TINY, "--learning-rate", "0.01", "--seed", "3", "--output", str(output), "--resume"]
         )
     assert metrics_of(output) == metrics_of(uninterrupted), "nothing was rewritten"
+
+
+# ----------------------------------------------------------------------------- --evaluate
+def run_files(output):
+    """Every file of a run with its content hash and modification time."""
+    return {
+        str(path.relative_to(output)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+        for path in sorted(output.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_evaluate_gives_the_trained_prediction_and_changes_no_file_of_the_run(uninterrupted, tmp_path, capsys):
+    output = tmp_path / "run"
+    shutil.copytree(uninterrupted, output)
+    with np.load(output / "prediction.npz") as saved:
+        x, t, prediction = saved["x"], saved["t"], saved["prediction"]
+    rows, columns = np.meshgrid(np.arange(0, len(x), 7), np.arange(0, len(t), 9), indexing="ij")
+    points = np.stack([x[rows.ravel()], t[columns.ravel()]], axis=1)
+    np.save(tmp_path / "points.npy", points)
+    before = run_files(output)
+    # training flags differ from the run's: --evaluate uses the settings stored with the checkpoints
+    argv = ["--evaluate", str(tmp_path / "points.npy"), "--output", str(output), "--width", "50", "--seed", "3"]
+    assert run_example(heat.EXAMPLE, argv) == 0
+    assert f"wrote {output / 'evaluation.npz'}" in capsys.readouterr().out
+    after = run_files(output)
+    assert after.pop("evaluation.npz") and after == before, "--evaluate changed a file of the run"
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert sorted(evaluation.files) == ["points", "u"]
+        np.testing.assert_array_equal(evaluation["points"], points)
+        np.testing.assert_allclose(evaluation["u"], prediction[rows.ravel(), columns.ravel()], rtol=1e-5, atol=1e-6)
+
+
+def write_points(path, points):
+    np.save(path, np.asarray(points))
+    return path
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: d / "missing.npy", "missing.npy: no such file"),
+        (lambda d: (d / "text.npy").write_text("0.5, 0.5") and d / "text.npy", "not a readable .npy array"),
+        (lambda d: write_points(d / "p.npy", [0.5, 0.5]), r"must be a 2-D array \(N, d\), got shape \(2,\)"),
+        (
+            lambda d: write_points(d / "p.npy", [[0.5, 0.5, 0.5]]),
+            r"3 columns; heat's domain has coordinates \('x', 't'\), so give 2 columns",
+        ),
+        (lambda d: write_points(d / "p.npy", [[0.5, 0.5], [np.nan, 0.1]]), "1 rows hold NaN or Inf .* row 1"),
+        (
+            lambda d: write_points(d / "p.npy", [[0.5, 0.5], [0.2, 0.3], [1.5, 0.3], [0.2, -1.0]]),
+            r"2 of 4 points are outside heat's domain \(the first is row 2: x=1.5, t=0.3\).*--outside nan",
+        ),
+    ],
+)
+def test_evaluate_refuses_bad_points_and_writes_nothing(make, message, uninterrupted, tmp_path):
+    path = make(tmp_path)
+    before = run_files(uninterrupted)
+    with pytest.raises(SystemExit, match=message) as info:
+        run_example(heat.EXAMPLE, ["--evaluate", str(path), "--output", str(uninterrupted)])
+    assert isinstance(info.value.code, str), "exit status 1"
+    assert run_files(uninterrupted) == before
+
+
+def test_evaluate_needs_a_trained_run_and_no_resume(tmp_path, capsys):
+    points = write_points(tmp_path / "p.npy", [[0.5, 0.5]])
+    with pytest.raises(SystemExit, match="no trained run in .*empty"):
+        run_example(heat.EXAMPLE, ["--evaluate", str(points), "--output", str(tmp_path / "empty")])
+    assert not (tmp_path / "empty").exists()
+    with pytest.raises(SystemExit) as info:
+        run_example(heat.EXAMPLE, ["--evaluate", str(points), "--resume", "--output", str(tmp_path)])
+    assert info.value.code == 2 and "leave out --resume" in capsys.readouterr().err
+
+
+def test_evaluate_outside_nan_warns_and_gives_nan_rows(uninterrupted, tmp_path, caplog):
+    output = tmp_path / "run"
+    shutil.copytree(uninterrupted, output)
+    points = write_points(tmp_path / "p.npy", [[0.5, 0.5], [1.5, 0.3], [0.0, 1.0]])
+    assert run_example(heat.EXAMPLE, ["--evaluate", str(points), "--outside", "nan", "--output", str(output)]) == 0
+    assert "1 of 3 points are outside heat's domain" in caplog.text and "NaN" in caplog.text
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert np.isnan(evaluation["u"]).tolist() == [False, True, False]
+
+
+# ----------------------------------------------------------------------------- several fields, NaN outside
+def test_field_errors_combine_fields_and_leave_out_nan():
+    reference = {"u": np.array([3.0, np.nan, 0.0]), "v": np.array([0.0, 4.0, 0.0]), "p": np.array([1.0, 1.0, 1.0])}
+    prediction = {"u": np.array([3.0, 7.0, 1.0]), "v": np.array([0.0, 4.0, 2.0]), "p": np.array([2.0, 2.0, 2.0])}
+    errors = field_errors(prediction, reference, ("u", "v"))
+    assert errors["relative_l2_error"] == pytest.approx(np.sqrt((1 + 4) / (9 + 16)))
+    assert errors["relative_l2_error_u"] == pytest.approx(1 / 3)
+    assert errors["relative_l2_error_v"] == pytest.approx(2 / 4)
+    assert errors["relative_l2_error_p"] == pytest.approx(1.0)
+    assert field_errors(prediction, reference)["relative_l2_error"] == pytest.approx(np.sqrt(8 / 28))
+    with pytest.raises(ValueError, match=r"error_fields \['w'\] have no reference"):
+        reference_fields(dataclasses.replace(heat.EXAMPLE, error_fields=("w",)), {"u": np.ones(3)}, ("u",), (3,))
+    with pytest.raises(ValueError, match=r"fields \['v'\] that are not the problem's \('u',\)"):
+        reference_fields(heat.EXAMPLE, {"v": np.ones(3)}, ("u",), (3,))
+
+
+def test_a_reference_with_nan_outside_is_left_out_of_the_error_and_masked(tmp_path):
+    def reference():
+        axes, values = heat.reference()
+        values = values.copy()
+        values[:10, :10] = np.nan  # "outside the domain"
+        return axes, {"u": values}
+
+    example = dataclasses.replace(heat.EXAMPLE, reference=reference)
+    untrained = [*FAST, "--adam-steps", "0", "--lbfgs-iterations", "0", "--output", str(tmp_path / "run")]
+    assert run_example(example, untrained) == 0
+    metrics = metrics_of(tmp_path / "run")
+    assert np.isfinite(metrics["relative_l2_error"]) and metrics["relative_l2_error"] == metrics["relative_l2_error_u"]
+    assert metrics["relative_l2_error"] == metrics["initial_relative_l2_error"]
+    with np.load(tmp_path / "run" / "prediction.npz") as saved:
+        assert np.isnan(saved["prediction"][:10, :10]).all() and np.isfinite(saved["prediction"][10:]).all()
