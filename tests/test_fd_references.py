@@ -1,0 +1,80 @@
+"""The finite-difference references of laplace_holes and poisson_lshape: refinement studies and checks."""
+
+import numpy as np
+import pytest
+
+from pinn_examples import fd_references as fd
+
+
+def relative_l2(a, b):
+    inside = np.isfinite(b)
+    return float(np.sqrt(np.sum((a[inside] - b[inside]) ** 2) / np.sum(b[inside] ** 2)))
+
+
+def richardson(solutions):
+    """Observed order and the error estimate of the finest of three grids (h, h/2, h/4)."""
+    coarse, middle = relative_l2(solutions[0], solutions[2]), relative_l2(solutions[1], solutions[2])
+    d1, d2 = relative_l2(solutions[0], solutions[1]), relative_l2(solutions[1], solutions[2])
+    order = np.log2(d1 / d2)
+    assert coarse > middle, "the error shrinks with h"
+    return order, d2 / (2**order - 1)
+
+
+def test_lshape_reference_error_is_ten_times_below_the_target():
+    grids = [fd.on_test_grid(*fd.poisson_lshape_fd(n), points=101)[2] for n in (50, 100, 200)]
+    order, error = richardson(grids)
+    assert 1.2 < order < 1.5, "about h^(4/3): the re-entrant corner's r^(2/3) singularity"
+    assert error < 1e-3, f"the n = 200 reference (used by poisson_lshape) is off by ~{error:.1e}, target 1e-2"
+
+
+def test_lshape_reference_symmetry_boundary_and_nan_outside():
+    x, y, u = fd.poisson_lshape_fd(20)
+    np.testing.assert_allclose(u, u.T, atol=1e-14, equal_nan=True)  # the L is symmetric about y = x
+    outside = (x[:, None] > 0) & (y[None, :] > 0)
+    assert np.isnan(u[outside]).all() and np.isfinite(u[~outside]).all()
+    np.testing.assert_array_equal(u[0], 0.0)
+    np.testing.assert_array_equal(u[20, 20:], 0.0)  # the re-entrant edge x = 0, y >= 0
+    assert np.all(u[np.isfinite(u)] >= 0.0) and 0.14 < np.nanmax(u) < 0.16
+
+
+def test_holes_reference_error_is_ten_times_below_the_target():
+    grids = [fd.on_test_grid(*fd.laplace_holes_fd(n), points=101)[2] for n in (100, 200, 400)]
+    order, error = richardson(grids)
+    assert 1.8 < order < 2.2, "Shortley-Weller is second order"
+    assert error < 5e-4, f"the n = 400 reference (used by laplace_holes) is off by ~{error:.1e}, target 5e-3"
+
+
+def test_holes_scheme_is_second_order_for_a_harmonic_polynomial():
+    exact = lambda x, y: x**3 - 3 * x * y**2 + 0.5 * x * y
+    errors = []
+    for n in (40, 80):
+        x, y, u = fd.laplace_holes_fd(n, boundary=exact)
+        truth = exact(x[:, None], y[None, :])
+        errors.append(np.nanmax(np.abs(u - truth)))
+    assert errors[1] < 1e-5
+    assert errors[0] / errors[1] > 3.0, "second order"
+
+
+def test_holes_reference_symmetry_maximum_principle_and_nan_in_holes():
+    x, y, u = fd.laplace_holes_fd(40)
+    np.testing.assert_allclose(u, u[::-1], atol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(u, u.T, atol=1e-12, equal_nan=True)
+    finite = u[np.isfinite(u)]
+    assert finite.min() >= 0.0 and finite.max() <= 1.0
+    np.testing.assert_array_equal(u[0], 1.0)
+    assert np.isnan(u[8, 8]) and np.isnan(u[32, 32])  # the centres (-0.3, -0.3), (0.3, 0.3)
+    assert u[12, 8] == 0.0  # (-0.2, -0.3) lies on a circle
+
+
+def test_on_test_grid_needs_an_aligned_fine_grid():
+    x = np.linspace(0, 1, 11)
+    assert fd.on_test_grid(x, x, np.zeros((11, 11)), 6)[2].shape == (6, 6)
+    with pytest.raises(ValueError, match="multiple of 3"):
+        fd.on_test_grid(x, x, np.zeros((11, 11)), 4)
+
+
+def test_coarse_grids_are_refused():
+    with pytest.raises(ValueError, match="n >= 20"):
+        fd.laplace_holes_fd(10)
+    with pytest.raises(ValueError, match="n >= 2"):
+        fd.poisson_lshape_fd(1)
