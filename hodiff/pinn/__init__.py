@@ -3,7 +3,23 @@ networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on dema
 
 from hodiff.pinn import conditions, geometry, names, runlog
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
-from hodiff.pinn.geometry import Box, Interval, Rectangle, TimeDomain
+from hodiff.pinn.geometry import (
+    Ball,
+    Box,
+    Disk,
+    Ellipse,
+    Geometry,
+    Hypercube,
+    Hypersphere,
+    Interval,
+    Parameter,
+    PointCloud,
+    Polygon,
+    Rectangle,
+    Sphere,
+    TimeDomain,
+    Triangle,
+)
 from hodiff.pinn.networks import FourierFeatures, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem
 from hodiff.pinn.runlog import RunLog, atomic_write, write_json
@@ -12,24 +28,35 @@ from hodiff.pinn.trainer import AdamResult, AdaptiveWeights, Resampling, Trainer
 __all__ = [
     "AdamResult",
     "AdaptiveWeights",
+    "Ball",
     "Box",
     "CausalWeights",
     "Condition",
     "Data",
     "Dirichlet",
+    "Disk",
+    "Ellipse",
     "FourierFeatures",
+    "Geometry",
+    "Hypercube",
+    "Hypersphere",
     "Initial",
     "Interval",
     "Neumann",
+    "Parameter",
     "Periodic",
     "PeriodicEmbedding",
+    "PointCloud",
+    "Polygon",
     "Problem",
     "Rectangle",
     "Resampling",
     "Robin",
     "RunLog",
+    "Sphere",
     "TimeDomain",
     "Trainer",
+    "Triangle",
     "atomic_write",
     "conditions",
     "geometry",
