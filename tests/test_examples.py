@@ -24,6 +24,25 @@ def test_fast_preset_lowers_loss_and_error_and_writes_results(name, tmp_path):
         assert saved["prediction"].shape == tuple(len(saved[a]) for a in axes)
     assert metrics["relative_l2_error"] < metrics["initial_relative_l2_error"]
     assert {"field.png", "history.png", "checkpoints"} <= set(os.listdir(output))
+    assert_evaluate_reproduces_the_prediction(name, output)
+
+
+def assert_evaluate_reproduces_the_prediction(name, output):
+    """``--evaluate`` at some finite grid points of prediction.npz gives the trained run's values there."""
+    with np.load(output / "prediction.npz") as saved:
+        arrays = {key: saved[key] for key in saved.files}
+    axes = [key for key in arrays if not key.startswith(("prediction", "reference"))]
+    mesh = np.meshgrid(*(arrays[a] for a in axes), indexing="ij")
+    chosen = np.flatnonzero(np.isfinite(arrays["prediction"].ravel()))[::97]
+    points = np.stack([m.ravel()[chosen] for m in mesh], axis=1)
+    np.save(output.parent / f"{name}-points.npy", points)
+    assert main([name, "--evaluate", str(output.parent / f"{name}-points.npy"), "--output", str(output)]) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        np.testing.assert_array_equal(evaluation["points"], points)
+        fields = [key for key in evaluation.files if key != "points"]
+        for field in fields:
+            wanted = arrays.get(f"prediction_{field}", arrays["prediction"] if field == fields[0] else None)
+            np.testing.assert_allclose(evaluation[field], wanted.ravel()[chosen], rtol=1e-4, atol=1e-5)
 
 
 def test_unknown_example_and_bad_flags(tmp_path, capsys):
