@@ -67,3 +67,32 @@ def test_kdv_etdrk4_self_convergence_and_invariants():
 def test_kdv_etdrk4_rejects_times_off_the_step_grid():
     with pytest.raises(ValueError, match="multiple of dt"):
         references.kdv_etdrk4(np.zeros(2), np.array([0.00015]))
+
+
+def test_cavity_reference_converges_at_second_order():
+    from pinn_examples import cavity_reference
+
+    x = np.linspace(0, 1, 41)
+    flows = {n: cavity_reference.interpolate(cavity_reference.solve(n), x, x) for n in (16, 32, 64)}
+
+    def difference(a, b):  # relative L2 over (u, v) together, as the example's error
+        squares = sum(np.sum((flows[a][f] - flows[b][f]) ** 2) for f in "uv")
+        return np.sqrt(squares / sum(np.sum(flows[b][f] ** 2) for f in "uv"))
+
+    coarse, fine = difference(16, 32), difference(32, 64)
+    assert 3.0 < coarse / fine < 5.0, "second order: halving h quarters the change"
+    # Richardson: the 64-cell error is ~fine / 3; the example's 192 cells are 9x better still
+    assert fine / 3 * (64 / 192) ** 2 < 1e-3, "the reference's error is >= 10x below the 1e-2 target"
+
+
+def test_cavity_reference_meets_the_walls_and_the_gauge():
+    from pinn_examples import cavity_reference
+
+    x = np.linspace(0, 1, 21)
+    flow = cavity_reference.interpolate(cavity_reference.solve(20), x, x)
+    np.testing.assert_allclose(flow["u"][:, -1], 4 * x * (1 - x), atol=1e-12)  # the lid
+    for wall in (flow["u"][0], flow["u"][-1], flow["u"][:, 0], flow["v"][0], flow["v"][-1], flow["v"][:, 0]):
+        np.testing.assert_allclose(wall, 0.0, atol=1e-12)
+    np.testing.assert_allclose(flow["v"][:, -1], 0.0, atol=1e-12)
+    assert abs(flow["p"][0, 0]) < 1e-12
+    assert flow["u"][10, 10] < 0 < flow["u"][10, 18], "the lid drives a clockwise vortex: back flow below"
