@@ -14,9 +14,14 @@ EXAMPLES = {
     ),
     "heat": ("pinn_examples.heat", "heat equation against the exact solution"),
     "helmholtz": ("pinn_examples.helmholtz", "Helmholtz with adaptive loss weights against the exact solution"),
+    "kdv": ("pinn_examples.kdv", "Korteweg-de Vries solitons, periodic, against a pseudo-spectral ETDRK4 solution"),
     "laplacian_check": (
         "pinn_examples.laplacian_check",
         "Laplacian of a Keras MLP by three methods, checked against scipy",
+    ),
+    "lid_driven_cavity": (
+        "pinn_examples.lid_driven_cavity",
+        "steady Navier-Stokes in a lid-driven cavity against a finite-volume Newton solution",
     ),
     "maml_pinn": (
         "pinn_examples.maml_pinn",
