@@ -230,7 +230,10 @@ class Condition:
             if self.where is None:
                 points, normals = domain.sample_boundary(self.count, method, seed)
             elif "where" in inspect.signature(domain.sample_boundary).parameters:
-                points, normals = domain.sample_boundary(self.count, method, seed, where=self.where)
+                try:
+                    points, normals = domain.sample_boundary(self.count, method, seed, where=self.where)
+                except ValueError as error:
+                    raise ValueError(f"{type(self).__name__} {self.name!r}: {error}") from error
             elif callable(self.where):
                 draw = lambda count, s: np.concatenate(domain.sample_boundary(count, method, s), axis=1)
                 both = self._selected(domain, draw, seed)
