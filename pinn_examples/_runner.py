@@ -8,7 +8,11 @@ temporary file and renamed, so a killed run leaves whole files. Flags, memory an
 are checked before any work; a directory that holds a run is continued with ``--resume`` (which
 reproduces the uninterrupted run's results) or replaced with ``--overwrite``, never silently.
 The last line says whether the preset's target was met; the exit status is ``TARGET_MISSED``
-when it was not.
+when it was not. ``--evaluate POINTS.npy`` trains nothing: it restores the run in ``--output``
+and writes ``evaluation.npz`` (``points`` and one array per field) beside it.
+
+A reference may hold several fields and NaN at grid points outside the domain; the prediction
+is NaN there too, the error leaves those points out and the plots leave them blank.
 """
 
 from __future__ import annotations
