@@ -171,8 +171,8 @@ def _segment_adf(a: np.ndarray, b: np.ndarray) -> Callable[[list], Any]:
     def adf(cols):
         x, y = cols
         f = ((x - a[0]) * (b[1] - a[1]) - (y - a[1]) * (b[0] - a[0])) / length
-        t = ((length / 2) ** 2 - (x - centre[0]) ** 2 - (y - centre[1]) ** 2) / length
-        psi = tf.sqrt(tf.square(t) + f**4)
+        t = ((length / 2) ** 2 - tf.square(x - centre[0]) - tf.square(y - centre[1])) / length
+        psi = tf.sqrt(tf.square(t) + tf.square(tf.square(f)))
         # a tiny floor keeps the derivatives finite exactly on the segment
         return tf.sqrt(tf.square(f) + tf.square((psi - t) / 2) + tf.constant(1e-24, x.dtype))
 
@@ -939,9 +939,6 @@ class Polygon(_Shape):
                         f"{kind}: vertices {i} and {j} repeat {v[i].tolist()}; a simple polygon visits "
                         "each vertex once."
                     )
-        area = 0.5 * float(np.sum(v[:, 0] * np.roll(v[:, 1], -1) - np.roll(v[:, 0], -1) * v[:, 1]))
-        if abs(area) <= 1e-12 * scale**2:
-            raise ValueError(f"{kind}: the vertices {v.tolist()} enclose zero area; give a polygon with an inside.")
         for i in range(n):
             for j in range(i + 1, n):
                 adjacent = j == i + 1 or (i == 0 and j == n - 1)
@@ -959,6 +956,9 @@ class Polygon(_Shape):
                         f"{kind}: edges {i} and {j} cross; the polygon is not simple (self-intersecting). "
                         "List the vertices in order around the boundary."
                     )
+        area = 0.5 * float(np.sum(v[:, 0] * np.roll(v[:, 1], -1) - np.roll(v[:, 0], -1) * v[:, 1]))
+        if abs(area) <= 1e-12 * scale**2:
+            raise ValueError(f"{kind}: the vertices {v.tolist()} enclose zero area; give a polygon with an inside.")
         self.vertices, self.area = v, abs(area)
         self._orientation = 1.0 if area > 0 else -1.0
         super().__init__(names, v.min(axis=0), v.max(axis=0), name)
