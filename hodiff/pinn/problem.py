@@ -143,20 +143,15 @@ class Problem:
                     f"Problem: condition {condition.name!r} is on field {condition.field!r}, which is not one "
                     f"of fields {self.fields}."
                 )
-            if condition.needs:
-                names.parse_needs(
-                    condition.needs_for(domain.coords),
-                    self.fields,
-                    domain.coords,
-                    f"Problem: condition {condition.name!r}",
-                )
             condition.validate(domain)
+            if condition.needs:
+                caller = f"Problem: condition {condition.name!r}"
+                names.parse_needs(condition.needs_for(domain.coords), self.fields, domain.coords, caller)
         condition_names = [c.name for c in self.conditions]
         if len(set(condition_names)) != len(condition_names) or set(condition_names) & set(self.residual_names):
             raise ValueError(
                 f"Problem: loss term names must be unique, got residuals {self.residual_names} and conditions "
-                f"{condition_names}; "
-                "pass name=... to a condition (or residual_names=...) to tell them apart."
+                f"{condition_names}; pass name=... to a condition (or residual_names=...) to tell them apart."
             )
         self.term_names: tuple[str, ...] = self.residual_names + tuple(condition_names)
         self.weights = dict(weights or {})
