@@ -14,6 +14,10 @@ EXAMPLES = {
     ),
     "heat": ("pinn_examples.heat", "heat equation against the exact solution"),
     "helmholtz": ("pinn_examples.helmholtz", "Helmholtz with adaptive loss weights against the exact solution"),
+    "laplace_holes": (
+        "pinn_examples.laplace_holes",
+        "Laplace on a square with four holes (CSG, hard conditions by distance functions) against finite differences",
+    ),
     "kdv": ("pinn_examples.kdv", "Korteweg-de Vries solitons, periodic, against a pseudo-spectral ETDRK4 solution"),
     "laplacian_check": (
         "pinn_examples.laplacian_check",
@@ -29,6 +33,10 @@ EXAMPLES = {
     ),
     "maml_sinusoid": ("pinn_examples.maml_sinusoid", "MAML, FOMAML and Meta-SGD on Finn et al.'s sinusoid benchmark"),
     "poisson": ("pinn_examples.poisson", "Poisson with a hard boundary condition against the exact solution"),
+    "poisson_lshape": (
+        "pinn_examples.poisson_lshape",
+        "Poisson on an L-shaped polygon (hard condition by its distance function) against finite differences",
+    ),
 }
 
 
