@@ -19,6 +19,10 @@ EXAMPLES = {
         "Laplace on a square with four holes (CSG, hard conditions by distance functions) against finite differences",
     ),
     "kdv": ("pinn_examples.kdv", "Korteweg-de Vries solitons, periodic, against a pseudo-spectral ETDRK4 solution"),
+    "kovasznay": (
+        "pinn_examples.kovasznay",
+        "Kovasznay flow (steady Navier-Stokes, fields u, v, p) with hard boundary values against the exact solution",
+    ),
     "laplacian_check": (
         "pinn_examples.laplacian_check",
         "Laplacian of a Keras MLP by three methods, checked against scipy",
@@ -37,6 +41,7 @@ EXAMPLES = {
         "pinn_examples.poisson_lshape",
         "Poisson on an L-shaped polygon (hard condition by its distance function) against finite differences",
     ),
+    "wave": ("pinn_examples.wave", "wave equation, u_t(x, 0) = 0 and all conditions hard, against the exact solution"),
 }
 
 
