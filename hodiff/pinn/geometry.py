@@ -1085,6 +1085,10 @@ class CSG(Geometry):
 
     def _distance_pieces(self, where):
         pieces = super()._distance_pieces(where)
+        key = tuple(id(p.leaf) for p in pieces) + tuple(p.names for p in pieces)
+        checked = self.__dict__.setdefault("_checked", set())
+        if key in checked:
+            return pieces
         # the R-equivalence vanishes on each piece's whole zero set, so no piece may cross the interior
         step = _EPS * self._size
         for piece in pieces:
@@ -1097,6 +1101,7 @@ class CSG(Geometry):
                     "of overlapping shapes), where its distance function would vanish; build the domain as a Polygon "
                     "or from differences and intersections."
                 )
+        checked.add(key)
         return pieces
 
 
@@ -1196,10 +1201,10 @@ class PointCloud(Geometry):
         rows = np.flatnonzero(mask)[self._rows(int(mask.sum()), count, seed, "boundary")]
         return self.boundary[rows], self.normals[rows]
 
-    def distance(self, x, where=None):
+    def _distance_pieces(self, where):
         raise ValueError(
-            "PointCloud.distance: a point cloud has no analytic boundary, so no distance function; "
-            "impose the boundary condition as a loss term instead."
+            "PointCloud.distance: a point cloud has no analytic boundary, so no distance function; impose the "
+            "boundary condition as a loss term instead."
         )
 
     def _pieces(self):
