@@ -214,8 +214,8 @@ def mlp(
             for name, period in periodic.items()
         }
         front.append(PeriodicEmbedding(scaled, dtype=outer))
-    dense = lambda size, act="linear", bias=True: keras.layers.Dense(
-        size, activation=act, kernel_initializer=initializer(), use_bias=bias, dtype=dtype
+    dense = lambda size, act="linear", name=None: keras.layers.Dense(
+        size, activation=act, kernel_initializer=initializer(), dtype=dtype, name=name
     )
     if architecture == "mlp" and len(scales) <= 1:
         if fourier_features:
@@ -234,9 +234,9 @@ def mlp(
         else [x]
     )
     if architecture == "modified":
-        encoders = (dense(width, activation), dense(width, activation))
-        layers = [dense(width, activation) for _ in range(depth)]
-        gates = [Gate(dtype=dtype) for _ in range(depth - 1)]
+        encoders = (dense(width, activation, "encoder_u"), dense(width, activation, "encoder_v"))
+        layers = [dense(width, activation, f"hidden_{k}") for k in range(depth)]
+        gates = [Gate(dtype=dtype, name=f"gate_{k}") for k in range(1, depth)]
 
         def stack(h):
             u, v = encoders[0](h), encoders[1](h)
@@ -246,7 +246,7 @@ def mlp(
             return h
 
     else:
-        layers = [dense(width, activation) for _ in range(depth)]
+        layers = [dense(width, activation, f"hidden_{k}") for k in range(depth)]
 
         def stack(h):
             for layer in layers:

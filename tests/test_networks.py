@@ -1,0 +1,167 @@
+"""PINN networks: plain, multi-scale Fourier and modified MLPs; third derivatives in every mode; .keras saves."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hodiff import pinn
+from hodiff.checks import in_mode
+from hodiff.operators import partials
+from hodiff.pinn.networks import FourierFeatures, Gate
+
+DOMAIN = pinn.Interval("x", -1.0, 1.0) * pinn.TimeDomain("t", 0.0, 2.0)
+VARIANTS = {
+    "fourier": dict(fourier_features=4),
+    "multiscale": dict(fourier_features=4, fourier_scale=(1.0, 4.0)),
+    "modified": dict(architecture="modified"),
+    "modified_multiscale_periodic": dict(
+        architecture="modified", fourier_features=3, fourier_scale=(1.0, 2.0, 3.0), periodic={"x": 2.0}
+    ),
+}
+
+
+def third_derivatives(model, x, square=True):
+    """u_xxx and u_xxt of the first output, and the gradient of mean(u_xxx^2) w.r.t. the weights
+    (what training a third-order PDE such as KdV takes: a fourth derivative)."""
+    with tf.GradientTape() as tape:
+        d = partials(lambda y: model(y)[:, 0], x, DOMAIN.coords, ("xxx", "xxt"))
+        loss = tf.reduce_mean(tf.square(d["xxx"]) if square else d["xxx"])
+    grads = tape.gradient(loss, model.trainable_variables)
+    # the output bias does not reach u_xxx: its gradient is zero
+    return (
+        d["xxx"],
+        d["xxt"],
+        [tf.zeros(v.shape, x.dtype) if g is None else g for v, g in zip(model.trainable_variables, grads)],
+    )
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_third_derivatives_agree_in_eager_graph_and_xla(variant):
+    model = pinn.mlp(DOMAIN, outputs=2, width=6, depth=2, **VARIANTS[variant])
+    x = tf.constant(DOMAIN.sample_interior(6, seed=2))
+    derivatives = lambda x: partials(lambda y: model(y)[:, 0], x, DOMAIN.coords, ("xxx", "xxt"))
+    eager = derivatives(x)
+    for mode in ("graph", "xla"):
+        other = in_mode(derivatives, mode)(x)
+        for name in ("xxx", "xxt"):
+            np.testing.assert_allclose(other[name].numpy(), eager[name].numpy(), rtol=1e-9, atol=1e-9)
+    assert float(tf.reduce_max(tf.abs(eager["xxx"]))) > 0  # a non-trivial third derivative
+
+
+def test_training_a_third_order_residual_under_xla_matches_eager():
+    """The gradient of mean(u_xxx^2) w.r.t. the weights (a fourth derivative, as KdV training takes)."""
+    model = pinn.mlp(DOMAIN, width=4, depth=2, architecture="modified", fourier_features=2, fourier_scale=(1.0, 2.0))
+    x = tf.constant(DOMAIN.sample_interior(4, seed=2))
+    eager = third_derivatives(model, x)
+    xla = in_mode(lambda x: third_derivatives(model, x), "xla")(x)
+    for a, b in zip(tf.nest.flatten(eager), tf.nest.flatten(xla)):
+        assert np.all(np.isfinite(b.numpy()))
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-8, atol=1e-8 * np.abs(a.numpy()).max())
+
+
+def test_third_derivative_matches_finite_differences():
+    model = pinn.mlp(
+        DOMAIN,
+        width=8,
+        depth=2,
+        architecture="modified",
+        fourier_features=3,
+        fourier_scale=(0.5, 1.0),
+        periodic={"x": 2.0},
+    )
+    x = DOMAIN.sample_interior(4, seed=5)
+    u_xxx = third_derivatives(model, tf.constant(x))[0].numpy()
+    h = 1e-3
+    shift = lambda k: model(x + [k * h, 0.0]).numpy()[:, 0]
+    finite = (shift(2) - 2 * shift(1) + 2 * shift(-1) - shift(-2)) / (2 * h**3)
+    np.testing.assert_allclose(u_xxx, finite, rtol=5e-3)  # h^2 truncation error
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_float16"])
+@pytest.mark.parametrize("variant", ["multiscale", "modified"])
+def test_other_dtypes_give_float32_points_and_partials_under_xla(variant, dtype):
+    # low frequencies: float16 holds the hidden layers' part of a third derivative only up to 65504
+    options = {**VARIANTS[variant], "fourier_scale": (0.5, 1.0)} if variant == "multiscale" else VARIANTS[variant]
+    model = pinn.mlp(DOMAIN, width=8, depth=2, dtype=dtype, **options)
+    x = tf.constant(DOMAIN.sample_interior(4), tf.float32)
+    # mean(u_xxx), not its square: ~1e5 overflows float16 gradients (the trainer's loss scaling handles that)
+    u_xxx, _, grads = in_mode(lambda x: third_derivatives(model, x, square=False), "xla")(x)
+    assert u_xxx.dtype == tf.float32 and np.all(np.isfinite(u_xxx.numpy()))
+    assert all(np.all(np.isfinite(g.numpy())) for g in grads)
+    hidden = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense)]
+    expected = {"float16", "float32"} if dtype == "mixed_float16" else {"float32"}
+    assert {layer.compute_dtype for layer in hidden} == expected
+
+
+def test_multiscale_is_one_shared_stack_and_a_linear_map_of_the_concatenated_outputs():
+    scales = (1.0, 5.0)
+    model = pinn.mlp(DOMAIN, outputs=2, width=6, depth=2, fourier_features=3, fourier_scale=scales)
+    embeddings = [layer for layer in model.layers if isinstance(layer, FourierFeatures)]
+    assert [e.scale for e in embeddings] == list(scales)
+    hidden = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense) and layer.units == 6]
+    heads = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense) and layer.units == 2]
+    assert len(hidden) == 2 and len(heads) == 2  # the hidden layers are shared by both scales
+    x = DOMAIN.sample_interior(5, seed=1)
+    scaled = model.layers[1](x).numpy()
+    outs = []
+    for embedding in embeddings:
+        h = embedding(scaled).numpy()
+        for layer in hidden:
+            h = np.tanh(h @ layer.kernel.numpy() + layer.bias.numpy())
+        outs.append(h)
+    kernel = np.concatenate([head.kernel.numpy() for head in heads], axis=0)
+    expected = np.concatenate(outs, axis=1) @ kernel + heads[0].bias.numpy()
+    np.testing.assert_allclose(model(x).numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_modified_mlp_follows_the_paper_formula():
+    model = pinn.mlp(DOMAIN, width=5, depth=3, architecture="modified")
+    assert sum(isinstance(layer, Gate) for layer in model.layers) == 2
+    x = DOMAIN.sample_interior(5, seed=3)
+    X = model.layers[1](x).numpy()
+    phi = lambda name, h: np.tanh(h @ model.get_layer(name).kernel.numpy() + model.get_layer(name).bias.numpy())
+    U, V, H = phi("encoder_u", X), phi("encoder_v", X), phi("hidden_0", X)
+    for k in (1, 2):
+        Z = phi(f"hidden_{k}", H)
+        H = (1 - Z) * U + Z * V
+    last = model.get_layer("output_0")
+    np.testing.assert_allclose(model(x).numpy(), H @ last.kernel.numpy() + last.bias.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_variant_saves_and_loads_as_keras(variant, tmp_path):
+    model = pinn.mlp(DOMAIN, outputs=2, width=6, depth=2, **VARIANTS[variant])
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    x = DOMAIN.sample_interior(7, seed=4)
+    np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+
+
+@pytest.mark.parametrize("variant", ["multiscale", "modified"])
+def test_seeds_fix_the_network_without_global_state(variant):
+    x = DOMAIN.sample_interior(5)
+    build = lambda seed: pinn.mlp(DOMAIN, width=6, depth=2, seed=seed, **VARIANTS[variant])(x).numpy()
+    keras.utils.set_random_seed(123)
+    first = build(0)
+    keras.utils.set_random_seed(456)
+    np.testing.assert_array_equal(build(0), first)
+    assert not np.allclose(build(1), first)
+
+
+def test_periodic_modified_multiscale_network_is_exactly_periodic():
+    model = pinn.mlp(DOMAIN, width=6, depth=2, **VARIANTS["modified_multiscale_periodic"])
+    x = DOMAIN.sample_interior(6, seed=7)
+    np.testing.assert_allclose(model(x + [2.0, 0.0]).numpy(), model(x).numpy(), rtol=0, atol=1e-12)
+
+
+def test_bad_network_options_are_named():
+    with pytest.raises(ValueError, match="architecture='resnet'.*'modified'"):
+        pinn.mlp(DOMAIN, architecture="resnet")
+    with pytest.raises(ValueError, match="fourier_scale=.*positive"):
+        pinn.mlp(DOMAIN, fourier_features=4, fourier_scale=(1.0, -2.0))
+    with pytest.raises(ValueError, match="fourier_features=0"):
+        pinn.mlp(DOMAIN, fourier_scale=(1.0, 2.0))
+    with pytest.raises(ValueError, match="depth=0"):
+        pinn.mlp(DOMAIN, depth=0)
