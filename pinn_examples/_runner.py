@@ -521,6 +521,7 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     outside = ~inside_domain(problem.domain, grid).reshape(shape)
     for name in reference:
         outside |= ~np.isfinite(reference[name])
+    reference = {name: np.where(outside, np.nan, values) for name, values in reference.items()}  # one mask for all
     logging.basicConfig(format="%(message)s")  # the library logs where it resumed from, and recoveries
     logging.getLogger("hodiff").setLevel(logging.INFO)
     try:

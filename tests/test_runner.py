@@ -389,3 +389,49 @@ def test_a_reference_with_nan_outside_is_left_out_of_the_error_and_masked(tmp_pa
     assert metrics["relative_l2_error"] == metrics["initial_relative_l2_error"]
     with np.load(tmp_path / "run" / "prediction.npz") as saved:
         assert np.isnan(saved["prediction"][:10, :10]).all() and np.isfinite(saved["prediction"][10:]).all()
+
+
+def two_field_example():
+    """Heat's u and a second field v = u (a residual v - u), with references for both; v's has a NaN hole."""
+
+    def build(settings):
+        domain = pinn.Interval("x", 0.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
+        problem = pinn.Problem(
+            domain,
+            needs=("u", "u_t", "u_xx", "v"),
+            residual=lambda d, x, p: {"heat": d["u_t"] - heat.ALPHA * d["u_xx"], "copy": d["v"] - d["u"]},
+            conditions=[pinn.Dirichlet(0.0, count=16)],
+            fields=("u", "v"),
+        )
+        return problem, pinn.mlp(domain, outputs=2, width=settings.width, depth=settings.depth, seed=settings.seed)
+
+    def reference():
+        axes, u = heat.reference()
+        v = u.copy()
+        v[:5, :5] = np.nan
+        return axes, {"u": u, "v": v}
+
+    return dataclasses.replace(heat.EXAMPLE, name="two", build=build, reference=reference, error_fields=("u",))
+
+
+def test_a_two_field_example_writes_each_fields_error_prediction_and_evaluation(tmp_path):
+    output = tmp_path / "run"
+    argv = [*FAST, "--adam-steps", "10", "--lbfgs-iterations", "0", "--checkpoint-every", "10", "--output", str(output)]
+    assert run_example(two_field_example(), argv) == 0
+    metrics = metrics_of(output)
+    assert metrics["error_fields"] == ["u"] and metrics["relative_l2_error"] == metrics["relative_l2_error_u"]
+    assert np.isfinite(metrics["relative_l2_error_u"]) and np.isfinite(metrics["relative_l2_error_v"])
+    assert metrics["relative_l2_error_v"] != metrics["relative_l2_error"]
+    with np.load(output / "prediction.npz") as saved:
+        assert {"prediction_u", "prediction_v", "reference_u", "reference_v"} <= set(saved.files)
+        assert np.isnan(saved["prediction_u"][:5, :5]).all(), "outside for one field is outside for all"
+        assert np.isnan(saved["reference_u"][:5, :5]).all() and np.isfinite(saved["reference_u"][5:]).all()
+        grid = np.array([[saved["x"][20], saved["t"][30]], [saved["x"][70], saved["t"][10]]])
+        wanted = {name: saved[f"prediction_{name}"][[20, 70], [30, 10]] for name in "uv"}
+    assert (output / "field.png").read_bytes()[:4] == b"\x89PNG"
+    np.save(tmp_path / "p.npy", grid)
+    assert run_example(two_field_example(), ["--evaluate", str(tmp_path / "p.npy"), "--output", str(output)]) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert sorted(evaluation.files) == ["points", "u", "v"]
+        for name in "uv":
+            np.testing.assert_allclose(evaluation[name], wanted[name], rtol=1e-5, atol=1e-6)
