@@ -305,3 +305,21 @@ def test_errors_are_clear():
     with pytest.raises(ValueError, match="analytic"):
         PointCloud(np.zeros((3, 2)) + np.arange(3)[:, None]).distance(tf.zeros((1, 2)))
     assert isinstance(Box({"x": (0, 1)}), type(Interval("x", 0, 1)))
+
+
+def test_exact_maps_are_uniform_in_volume_and_area():
+    count = 4096
+    # sphere surface: z is uniform on [-1, 1] (Archimedes), and normals are the radial directions
+    points, normals = Ball((0, 0, 0), 2.0).sample_boundary(count, seed=0)
+    np.testing.assert_allclose(normals, points / 2.0, atol=1e-12)
+    assert binomial_ok((points[:, 2] > 1.0).sum(), count, 0.25)
+    # interior of a 5-ball: P(|x| < r/2) = 2^-5; of a disk: 1/4 (every method)
+    inner = np.linalg.norm(Hypersphere(np.zeros(5), 1.0).sample_interior(count, seed=1), axis=1) < 0.5
+    assert binomial_ok(inner.sum(), count, 0.5**5)
+    for method in ("random", "lhs", "sobol"):
+        points = Disk((1, 1), 1.0).sample_interior(count, method=method, seed=2)
+        assert binomial_ok((np.linalg.norm(points - 1, axis=1) < 0.5).sum(), count, 0.25)
+    # the 5-sphere's surface: each coordinate's sign is balanced
+    points, normals = Hypersphere(np.zeros(5), 1.0).sample_boundary(count, seed=3)
+    np.testing.assert_allclose(np.linalg.norm(points, axis=1), 1.0)
+    assert all(binomial_ok((points[:, j] > 0).sum(), count, 0.5) for j in range(5))
