@@ -42,6 +42,7 @@ from scipy.stats import norm, qmc
 
 __all__ = [
     "SAMPLING_METHODS",
+    "CSG",
     "Ball",
     "Box",
     "Disk",
