@@ -230,6 +230,9 @@ def test_distance_where_selects_pieces_and_rejects_unions():
         UNION.distance(tf.constant(points))
     with pytest.raises(ValueError, match="predicate"):
         PLATE.distance(tf.constant(points), where=lambda x: x["x"] > 0)
+    for mode in ("graph", "xla"):
+        compiled = in_mode(lambda x: PLATE.distance(x, where="circles"), mode)(tf.constant(points))
+        np.testing.assert_allclose(compiled.numpy(), PLATE.distance(tf.constant(points), where="circles").numpy())
     timed = Disk((0, 0), 1.0) * TimeDomain("t", 0, 1)
     value = timed.distance(tf.constant([[0.0, 0.0, 0.3]])).numpy()
     np.testing.assert_allclose(value, 0.5)

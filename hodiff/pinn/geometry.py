@@ -1130,7 +1130,14 @@ class PointCloud(Geometry):
       labels: ``(M,)`` piece names of the boundary points (for ``where="name"``), or ``None``.
     """
 
-    def __init__(self, interior, boundary=None, normals=None, names: Sequence[str] | None = None, labels=None):
+    def __init__(
+        self,
+        interior: Any,
+        boundary: Any = None,
+        normals: Any = None,
+        names: Sequence[str] | None = None,
+        labels: Any = None,
+    ):
         interior = np.asarray(interior, dtype=float)
         if interior.ndim != 2 or len(interior) == 0:
             raise ValueError(f"PointCloud: interior must be a non-empty (N, d) array, got shape {interior.shape}.")
