@@ -21,7 +21,11 @@ Interface (what the command-line runner uses):
   ``message``, ``fun``, ...), the stored one on a resumed finished run.
 - ``trainer.history`` (Adam and L-BFGS rows, each once), ``trainer.final_loss``,
   ``trainer.elapsed_seconds`` (training time summed over resumes), ``trainer.run_info`` (a
-  dict saved with every checkpoint and by ``trainer.save_run_info()``), ``trainer.predict``.
+  dict saved with every checkpoint and by ``trainer.save_run_info()``), ``trainer.predict``,
+  ``trainer.residual`` (the PDE residuals at any points), ``trainer.save_solution`` (one
+  ``.keras`` file, output transform included; :func:`hodiff.pinn.saving.load_solution`).
+- ``optimizer=`` a Keras optimizer for the first phase; ``callbacks=`` objects from
+  :mod:`hodiff.pinn.callbacks` (metrics in the history rows, early stopping).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import dataclasses
 import logging
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import keras
@@ -40,6 +45,7 @@ from tqdm.auto import tqdm
 
 from hodiff import _validate
 from hodiff.lbfgs import minimize_lbfgs
+from hodiff.pinn.callbacks import Callback
 from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import CausalWeights, Problem
 from hodiff.pinn.runlog import RunLog
@@ -126,7 +132,8 @@ class Trainer:
       interior: number of interior (collocation) points.
       sampling: ``"sobol"``, ``"lhs"`` or ``"random"`` for all point sets.
       seed: seeds the point sets and the resampling.
-      learning_rate: Adam learning rate (a float or a Keras schedule).
+      learning_rate: Adam learning rate (a float or a Keras schedule; default 1e-3). Leave it
+        unset with ``optimizer``, whose learning rate is its own.
       steps_per_call: Adam steps per compiled call.
       log_every: Adam steps (and L-BFGS iterations) between history rows.
       checkpoint_every: Adam steps between checkpoints (needs ``output_dir``).
@@ -142,6 +149,11 @@ class Trainer:
         checkpoints next to the trainer's own (learning rate, seed, sizes, sampling, dtype,
         steps per call, options, loss terms); resuming with any of them changed raises.
       overwrite: replace a run already held in ``output_dir``.
+      optimizer: a Keras optimizer for the first phase (default ``Adam(learning_rate)``), new
+        (not yet used on other variables); wrapped in a ``LossScaleOptimizer`` for a mixed
+        precision model unless it is one. Its class and configuration are settings of the run.
+      callbacks: :class:`~hodiff.pinn.callbacks.Callback` objects, called at every history
+        row (see :mod:`hodiff.pinn.callbacks`).
 
     Example:
       ```python
@@ -166,7 +178,7 @@ class Trainer:
         interior: int = 8192,
         sampling: str = "sobol",
         seed: int = 0,
-        learning_rate: Any = 1e-3,
+        learning_rate: Any = None,
         steps_per_call: int = 100,
         log_every: int = 100,
         checkpoint_every: int = 1000,
@@ -179,14 +191,35 @@ class Trainer:
         progress: bool = True,
         settings: dict[str, Any] | None = None,
         overwrite: bool = False,
+        optimizer: keras.optimizers.Optimizer | None = None,
+        callbacks: Sequence[Callback] = (),
     ):
         _check_every(log_every, steps_per_call, "log_every")
         _check_every(checkpoint_every, steps_per_call, "checkpoint_every")
         for option in (adaptive_weights, resampling):
             if option is not None:
                 _check_every(option.every, steps_per_call, f"{type(option).__name__}.every")
+        if optimizer is not None:
+            if not isinstance(optimizer, keras.optimizers.Optimizer):
+                raise TypeError(
+                    f"Trainer: optimizer must be a Keras optimizer (e.g. keras.optimizers.SGD(1e-3)), got "
+                    f"{type(optimizer).__name__}."
+                )
+            if learning_rate is not None:
+                raise ValueError(
+                    "Trainer: pass the learning rate to the optimizer (keras.optimizers.Adam(learning_rate=...)), "
+                    "not learning_rate= as well."
+                )
+        learning_rate = 1e-3 if learning_rate is None and optimizer is None else learning_rate
         if isinstance(learning_rate, (int, float)):
             _validate.check_finite_number(learning_rate, "learning_rate", "Trainer", 0)
+        callbacks = list(callbacks)
+        for callback in callbacks:
+            if not isinstance(callback, Callback):
+                raise TypeError(
+                    f"Trainer: callbacks must be hodiff.pinn.callbacks.Callback objects (subclass Callback and "
+                    f"override on_log / metrics), got {type(callback).__name__}."
+                )
         if causal is not None:
             if problem.causal is not None and problem.causal != causal:
                 raise ValueError(
@@ -227,8 +260,11 @@ class Trainer:
             for name in problem.term_names
         }
         self.variables = list(model.trainable_variables) + list(self.parameters.values())
-        adam = keras.optimizers.Adam(learning_rate)
-        self.optimizer = keras.optimizers.LossScaleOptimizer(adam) if self.mixed else adam
+        self.callbacks = callbacks
+        self.stop_training = False
+        first = optimizer if optimizer is not None else keras.optimizers.Adam(learning_rate)
+        wrap = self.mixed and not isinstance(first, keras.optimizers.LossScaleOptimizer)
+        self.optimizer = keras.optimizers.LossScaleOptimizer(first) if wrap else first
         self.step = TrainStep(
             self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False
         )
@@ -238,6 +274,7 @@ class Trainer:
         self._weight_targets = tf.function(self._annealing_targets, jit_compile=True)
         self._residual_scores = tf.function(self._resampling_scores, jit_compile=True)
         self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True)
+        self._residuals = tf.function(self._named_residuals, jit_compile=True, reduce_retracing=True)
         self._finite = tf.function(self._finite_flags)
 
         self.settings = {**self._own_settings(interior, learning_rate, steps_per_call), **(settings or {})}
@@ -246,6 +283,7 @@ class Trainer:
         self._clock: float | None = None
         self._saved_at: int | None = None
         self._lbfgs: dict[str, Any] | None = None
+        self._adam_stop: dict[str, Any] | None = None
         self._memory_run_info: dict[str, Any] = {}
         self.run_log = None
         if output_dir is not None:
@@ -264,6 +302,7 @@ class Trainer:
             if self.run_log.restored:
                 self._elapsed = float(self.run_log.state.get("elapsed_seconds", 0.0))
                 self._lbfgs = self.run_log.state.get("lbfgs")
+                self._adam_stop = self.run_log.state.get("adam_stop")
                 self._saved_at = self._position()
                 logger.info(
                     "resumed from %s at Adam step %d%s",
@@ -273,13 +312,16 @@ class Trainer:
                 )
 
     def _own_settings(self, interior: int, learning_rate: Any, steps_per_call: int) -> dict[str, Any]:
-        if not isinstance(learning_rate, (int, float)):
+        if learning_rate is not None and not isinstance(learning_rate, (int, float)):
             learning_rate = {
                 "schedule": type(learning_rate).__name__,
                 **keras.optimizers.schedules.serialize(learning_rate).get("config", {}),
             }
         option = lambda value: dataclasses.asdict(value) if value is not None else None
+        inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        config = {key: value for key, value in inner.get_config().items() if key != "name"}
         return {
+            "optimizer": {"class_name": type(inner).__name__, "config": config},
             "interior": interior,
             "sampling": self.sampling,
             "seed": self.seed,
@@ -360,7 +402,7 @@ class Trainer:
             return
         number = self._position()
         self._tick()
-        self.run_log.save(number, elapsed_seconds=self._elapsed, lbfgs=self._lbfgs)
+        self.run_log.save(number, elapsed_seconds=self._elapsed, lbfgs=self._lbfgs, adam_stop=self._adam_stop)
         self._saved_at = number
 
     def _stop_clock(self) -> None:
@@ -378,13 +420,18 @@ class Trainer:
 
     # ----------------------------------------------------------------------------- Adam
     def adam(self, steps: int) -> AdamResult:
-        """Runs Adam until ``steps`` steps in total have been taken (resume-aware)."""
+        """Runs the first-phase optimizer (Adam by default) until ``steps`` steps in total have
+        been taken (resume-aware), or a callback stops it (``stop_reason`` says which)."""
         chunk = self.step.steps_per_call
         if not isinstance(steps, int) or steps < 0 or steps % chunk:
             raise ValueError(f"Trainer.adam: steps={steps!r} must be a multiple of steps_per_call={chunk}.")
         start = done = int(self.adam_steps.numpy())
+        if self._adam_stop is not None:
+            return AdamResult(done, 0, self.final_loss, f"already stopped: {self._adam_stop['reason']}")
         if done >= steps:
             return AdamResult(done, 0, self.final_loss, f"already done: {done} steps taken (resumed run)")
+        self.stop_training = False
+        stop_reason = f"reached {steps} steps"
         bar = tqdm(total=steps, initial=done, desc="Adam", disable=not self.progress, unit="step")
         self._clock = time.perf_counter()
         try:
@@ -403,15 +450,35 @@ class Trainer:
                 if done % self.log_every == 0:
                     row = self._log("adam", done, terms)
                     bar.set_postfix(loss=f"{row['loss']:.3e}")
+                    if self._stop_requested(row):
+                        stop_reason = self._adam_stop["reason"] if self._adam_stop else stop_reason
                 bar.update(chunk)
-                if done % self.checkpoint_every == 0:
+                if done % self.checkpoint_every == 0 or self._adam_stop:
                     self._save()
+                if self._adam_stop:
+                    break
             if self._saved_at != self._position():
                 self._save()
         finally:
             bar.close()
             self._stop_clock()
-        return AdamResult(done, done - start, self.final_loss, f"reached {steps} steps")
+        result = AdamResult(done, done - start, self.final_loss, stop_reason)
+        for callback in self.callbacks:
+            callback.on_phase_end(self, "adam", result)
+        return result
+
+    def _stop_requested(self, row: dict[str, Any]) -> bool:
+        """Calls every callback's ``on_log``; records the first stop (saved with the checkpoints)."""
+        reasons = []
+        for callback in self.callbacks:
+            answer = callback.on_log(self, row)
+            if answer == "stop" or self.stop_training:
+                default = f"stopped by {type(callback).__name__} at step {row['step']}"
+                reasons.append(getattr(callback, "reason", None) or default)
+                self.stop_training = False
+        if reasons:
+            self._adam_stop = {"step": int(row["step"]), "reason": reasons[0]}
+        return bool(reasons)
 
     def _update_weights(self, alpha: float) -> None:
         targets = self._weight_targets()
@@ -524,6 +591,8 @@ class Trainer:
             self._save()
         finally:
             self._stop_clock()
+        for hook in self.callbacks:
+            hook.on_phase_end(self, "lbfgs", result)
         return result
 
     # ----------------------------------------------------------------------------- logs
@@ -538,10 +607,17 @@ class Trainer:
             **{f"weight_{n}": float(w.numpy()) for n, w in self.weights.items()},
             **{n: float(p.numpy()) for n, p in self.parameters.items()},
         }
+        for callback in self.callbacks:
+            row.update(callback.metrics(self, row))
         if self.run_log:
             self.run_log.append(row)
         else:
             self._history.append(row)
+        if phase != "adam":
+            for callback in self.callbacks:
+                if callback.on_log(self, row) == "stop" or self.stop_training:
+                    logger.info("%s asked to stop during L-BFGS; L-BFGS runs on.", type(callback).__name__)
+                    self.stop_training = False
         return row
 
     # ----------------------------------------------------------------------------- use
@@ -552,6 +628,35 @@ class Trainer:
             self._predict(tf.constant(points[i : i + batch], self.dtype)).numpy() for i in range(0, len(points), batch)
         ]
         return np.concatenate(parts, axis=0)
+
+    def _named_residuals(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
+        residuals = self.problem.pde_residuals(self.solution, x, self.parameters)
+        if isinstance(residuals, dict):
+            return dict(residuals)
+        return dict(zip(self.problem.residual_names, residuals))
+
+    def residual(self, points: Any, batch: int = 16384) -> dict[str, np.ndarray]:
+        """The PDE residuals at ``points`` ``(N, d)`` (compiled with XLA), ``{residual name: (N,)}``."""
+        points = np.asarray(points)
+        width = len(self.problem.domain.coords)
+        if points.ndim != 2 or points.shape[1] != width:
+            raise ValueError(
+                f"Trainer.residual: points must be (N, {width}), columns {self.problem.domain.coords}; got shape "
+                f"{points.shape}."
+            )
+        parts = [
+            {k: v.numpy() for k, v in self._residuals(tf.constant(points[i : i + batch], self.dtype)).items()}
+            for i in range(0, len(points), batch)
+        ]
+        names = list(parts[0]) if parts else list(self.problem.residual_names)
+        return {name: np.concatenate([part[name] for part in parts]) if parts else np.zeros(0) for name in names}
+
+    def save_solution(self, path: str) -> None:
+        """Writes the trained solution (network and output transform) as one ``.keras`` file
+        (:func:`hodiff.pinn.saving.save_solution`); load it with :func:`hodiff.pinn.saving.load_solution`."""
+        from hodiff.pinn.saving import save_solution
+
+        save_solution(path, self.problem, self.model)
 
     def parameter_values(self) -> dict[str, float]:
         return {name: float(value.numpy()) for name, value in self.parameters.items()}

@@ -1,0 +1,203 @@
+"""Callbacks on the :class:`~hodiff.pinn.Trainer`: metrics logged with the history, early stopping.
+
+The trainer calls every callback at each history row (Adam and L-BFGS), in two steps: first
+:meth:`Callback.metrics` of every callback, whose values become columns of the row (in
+``history.csv`` and TensorBoard), then :meth:`Callback.on_log` with the finished row, which may
+return ``"stop"`` (or set ``trainer.stop_training = True``) to end the Adam phase. At the end of
+each phase the trainer calls :meth:`Callback.on_phase_end`.
+
+A callback should decide from the trainer's history (``trainer.history``, restored on resume)
+rather than from state of its own, so that a resumed run decides exactly as an uninterrupted
+one; :class:`EarlyStopping` works that way.
+
+Example:
+  ```python
+  import numpy as np
+  from hodiff import pinn
+  from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
+
+  domain = pinn.Interval("x", 0.0, 1.0)
+  problem = pinn.Problem(
+      domain,
+      needs=("u_xx",),
+      residual=lambda d, x, p: d["u_xx"] + 1.0,
+      conditions=[pinn.Dirichlet(0.0, count=2)],
+  )
+  x = np.linspace(0.0, 1.0, 11)[:, None]
+  exact = 0.5 * x * (1.0 - x)
+
+
+  class Steps(Callback):
+      def on_log(self, trainer, row):
+          self.last = row["step"]
+
+
+  steps = Steps()
+  trainer = pinn.Trainer(
+      problem,
+      pinn.mlp(domain, width=8, depth=2),
+      interior=32,
+      steps_per_call=10,
+      log_every=10,
+      progress=False,
+      callbacks=[ReferenceError(x, exact), EarlyStopping(patience=20, min_delta=1.0), steps],
+  )
+  result = trainer.adam(100)
+  assert result.stop_reason.startswith("early stopping") and result.steps < 100
+  assert "reference_error" in trainer.history[-1] and steps.last == result.steps
+  ```
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from hodiff.pinn.trainer import Trainer
+
+__all__ = ["Callback", "EarlyStopping", "ReferenceError"]
+
+
+class Callback:
+    """Base class of the trainer's callbacks; override the hooks you need (each does nothing here)."""
+
+    def metrics(self, trainer: Trainer, row: dict[str, Any]) -> dict[str, float]:
+        """Extra columns for the history row being built (``phase``, ``step``, losses so far)."""
+        return {}
+
+    def on_log(self, trainer: Trainer, row: dict[str, Any]) -> str | None:
+        """Called with each finished history row; return ``"stop"`` to end the Adam phase."""
+        return None
+
+    def on_phase_end(self, trainer: Trainer, phase: str, result: Any) -> None:
+        """Called when a phase ends: ``phase`` is ``"adam"`` (``result`` an ``AdamResult``) or
+        ``"lbfgs"`` (scipy's ``OptimizeResult``)."""
+
+
+class ReferenceError(Callback):  # noqa: A001 - the name the docs and the issue use; it is hodiff.pinn's own
+    """Logs the relative L2 error of the trained solution against reference values.
+
+    ``sqrt(sum_f ||pred_f - ref_f||^2 / sum_f ||ref_f||^2)`` over the chosen fields, added as
+    the column ``name`` to the history rows (and TensorBoard) during Adam and L-BFGS.
+
+    Args:
+      points: ``(N, d)`` points, columns in the domain's coordinate order.
+      values: reference values at ``points``: ``(N,)`` for one field, ``(N, len(fields))``.
+      fields: the fields ``values`` holds, in its column order (default: the problem's fields,
+        or its first field when ``values`` is one column).
+      every: compute it on rows whose step is a multiple of ``every`` (default: every row).
+      name: the column name.
+    """
+
+    def __init__(
+        self,
+        points: Any,
+        values: Any,
+        fields: Sequence[str] | None = None,
+        every: int | None = None,
+        name: str = "reference_error",
+    ):
+        self.points = np.asarray(points, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64)
+        self.values = values[:, None] if values.ndim == 1 else values
+        if self.points.ndim != 2 or self.values.ndim != 2 or len(self.values) != len(self.points):
+            raise ValueError(
+                f"ReferenceError: points {self.points.shape} and values {np.shape(values)} must be (N, d) and (N,) "
+                "or (N, fields) with the same N."
+            )
+        if not np.all(np.isfinite(self.values)) or not np.any(self.values):
+            raise ValueError(
+                "ReferenceError: values must be finite and not all zero (the error is relative to their norm); "
+                "leave out the points without a reference."
+            )
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
+            raise ValueError(f"ReferenceError: every={every!r} must be a positive int or None (every history row).")
+        self.fields = None if fields is None else tuple(fields)
+        if self.fields is not None and len(self.fields) != self.values.shape[1]:
+            raise ValueError(
+                f"ReferenceError: fields={self.fields} names {len(self.fields)} columns but values has "
+                f"{self.values.shape[1]}."
+            )
+        self.every, self.name = every, name
+
+    def _columns(self, trainer: Trainer) -> list[int]:
+        fields = trainer.problem.fields
+        chosen = self.fields or (fields[:1] if self.values.shape[1] == 1 else fields)
+        unknown = [f for f in chosen if f not in fields]
+        if unknown or len(chosen) != self.values.shape[1]:
+            raise ValueError(
+                f"ReferenceError: fields {chosen} do not match the problem's fields {fields} and the "
+                f"{self.values.shape[1]} value columns; pass fields=... naming the value columns."
+            )
+        return [fields.index(f) for f in chosen]
+
+    def error(self, trainer: Trainer) -> float:
+        """The relative L2 error now."""
+        prediction = trainer.predict(self.points)[:, self._columns(trainer)]
+        return float(np.linalg.norm(prediction - self.values) / np.linalg.norm(self.values))
+
+    def metrics(self, trainer: Trainer, row: dict[str, Any]) -> dict[str, float]:
+        if self.every is not None and row["step"] % self.every:
+            return {}
+        return {self.name: self.error(trainer)}
+
+
+class EarlyStopping(Callback):
+    """Ends the Adam phase when ``monitor`` has not improved for ``patience`` steps.
+
+    An improvement is a value below the best so far by more than ``min_delta`` (above it for
+    ``mode="max"``). The decision is made from the Adam rows of ``trainer.history`` alone, so
+    a resumed run stops at the same step as an uninterrupted one. The trainer reports it in
+    ``AdamResult.stop_reason``; a stopped Adam phase stays stopped (later ``adam()`` calls and
+    resumed runs return at once).
+
+    Args:
+      monitor: a history column: ``"loss"`` (the weighted total), a term name, or a metric
+        such as :class:`ReferenceError`'s ``"reference_error"``.
+      patience: Adam steps without improvement before stopping (a multiple of ``log_every``
+        makes it exact).
+      min_delta: the smallest change that counts as an improvement, >= 0.
+      mode: ``"min"`` or ``"max"``.
+    """
+
+    def __init__(self, monitor: str = "loss", patience: int = 1000, min_delta: float = 0.0, mode: str = "min"):
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+            raise ValueError(f"EarlyStopping: patience={patience!r} must be a positive int (Adam steps).")
+        if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)) or not min_delta >= 0:
+            raise ValueError(f"EarlyStopping: min_delta={min_delta!r} must be a finite number >= 0.")
+        if mode not in ("min", "max"):
+            raise ValueError(f"EarlyStopping: mode={mode!r} must be 'min' or 'max'.")
+        self.monitor, self.patience, self.min_delta, self.mode = monitor, patience, float(min_delta), mode
+
+    def best(self, history: Sequence[dict[str, Any]]) -> tuple[float, int] | None:
+        """``(best value, step where it was reached)`` over the Adam rows that hold ``monitor``."""
+        sign = 1.0 if self.mode == "min" else -1.0
+        best: tuple[float, int] | None = None
+        for row in history:
+            value = row.get(self.monitor)
+            if row.get("phase") != "adam" or value is None or not math.isfinite(value):
+                continue
+            if best is None or sign * value < sign * best[0] - self.min_delta:
+                best = (value, int(row["step"]))
+        return best
+
+    def on_log(self, trainer: Trainer, row: dict[str, Any]) -> str | None:
+        if row["phase"] != "adam":
+            return None
+        if self.monitor not in row and not any(self.monitor in r for r in trainer.history):
+            raise ValueError(
+                f"EarlyStopping: monitor={self.monitor!r} is not a history column; the columns are "
+                f"{sorted(k for k in row if k not in ('phase', 'step', 'seconds'))}."
+            )
+        best = self.best(trainer.history)
+        if best is not None and row["step"] - best[1] >= self.patience:
+            self.reason = (
+                f"early stopping: {self.monitor} has not improved by more than {self.min_delta:g} for "
+                f"{row['step'] - best[1]} steps (best {best[0]:.6g} at step {best[1]})"
+            )
+            return "stop"
+        return None
