@@ -107,7 +107,8 @@ def write_csv(path: str | os.PathLike, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def read_history(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Reads a ``history.csv``: ``phase`` stays text, ``step`` is an int, other columns floats.
+    """Reads a ``history.csv``: ``phase`` stays text, ``step`` is an int, other columns floats;
+    an empty cell leaves its column out of that row (as :func:`write_csv` writes a missing key).
 
     A row that cannot be parsed (a truncated or garbled line, as a killed non-atomic writer
     leaves) is dropped with a warning naming its line; a missing file gives ``[]``.
@@ -127,9 +128,11 @@ def read_history(path: str | os.PathLike) -> list[dict[str, Any]]:
         try:
             if len(values) != len(header):
                 raise ValueError(f"{len(values)} fields, expected {len(header)}")
+            # an empty cell is a column this row does not have (a metric logged on some rows only)
             row = {
                 key: value if key == "phase" else int(value) if key == "step" else float(value)
                 for key, value in zip(header, values)
+                if value != "" or key in ("phase", "step")
             }
         except ValueError as error:
             logger.warning("%s: line %d is truncated or garbled (%s); dropped.", path, line, error)
