@@ -1,7 +1,8 @@
 """Physics-informed neural networks on hodiff's derivatives: geometry, conditions, problem,
 networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on demand)."""
 
-from hodiff.pinn import conditions, geometry, names, runlog
+from hodiff.pinn import callbacks, conditions, geometry, names, runlog, saving
+from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
 from hodiff.pinn.geometry import (
     Ball,
@@ -20,12 +21,21 @@ from hodiff.pinn.geometry import (
     TimeDomain,
     Triangle,
 )
-from hodiff.pinn.networks import FourierFeatures, PeriodicEmbedding, mlp
+from hodiff.pinn.networks import FourierFeatures, Gate, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem
 from hodiff.pinn.runlog import RunLog, atomic_write, write_json
+from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.trainer import AdamResult, AdaptiveWeights, Resampling, Trainer, relative_l2_error
 
 __all__ = [
+    "save_solution",
+    "load_solution",
+    "saving",
+    "callbacks",
+    "Gate",
+    "ReferenceError",
+    "EarlyStopping",
+    "Callback",
     "AdamResult",
     "AdaptiveWeights",
     "Ball",
