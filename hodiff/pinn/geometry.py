@@ -450,7 +450,8 @@ class Geometry:
         in other dimensions), joined by the R-equivalence ``a b / sqrt(a^2 + b^2)``. The result is
         zero on the selected boundary, positive inside, has unit gradient at the boundary and is
         smooth inside (TensorFlow ops only: eager, graph, XLA, nested tapes), so
-        ``u = g + distance(x) * N(x)`` satisfies ``u = g`` exactly there.
+        ``u = g + distance(x) * N(x)`` satisfies ``u = g`` exactly there. On the boundary the value is
+        about 1e-12 (a floor that keeps derivatives finite there, except exactly at corners).
 
         Args:
           x: ``(N, d)`` tensor, columns in ``coords`` order (time and parameters are ignored).
