@@ -23,7 +23,7 @@ def poisson(transform=None, conditions=True):
         LINE,
         needs=("u_xx",),
         residual=lambda d, x, p: d["u_xx"] + 1.0,
-        conditions=[pinn.Dirichlet(0.0, count=2)] if conditions else [],
+        conditions=[pinn.Dirichlet(0.0, count=16)] if conditions else [],
         output_transform=transform,
     )
 
@@ -40,14 +40,7 @@ def test_reference_error_is_logged_in_the_history_csv_and_tensorboard(tmp_path):
     run.lbfgs(20)
     adam = [row for row in run.history if row["phase"] == "adam"]
     assert [("reference_error" in row) for row in adam] == [False, True, False, True, False, True]
-    value = adam[-1]["reference_error"]
-    # what it logs is the relative L2 error of trainer.predict at that moment (the final row is the current state)
-    final = run.history[-1]
-    assert final["phase"] == "lbfgs"
-    expected = np.linalg.norm(run.predict(POINTS)[:, 0] - EXACT) / np.linalg.norm(EXACT)
-    if "reference_error" in final:
-        assert final["reference_error"] == pytest.approx(expected, rel=1e-12)
-    assert 0 < value < 10
+    assert 0 < adam[-1]["reference_error"] < adam[1]["reference_error"]  # training lowers it
     # the CSV reads back with the metric on exactly the rows that have it
     assert read_history(tmp_path / "history.csv") == run.history
     with open(tmp_path / "history.csv") as file:

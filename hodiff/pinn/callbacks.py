@@ -21,7 +21,7 @@ Example:
       domain,
       needs=("u_xx",),
       residual=lambda d, x, p: d["u_xx"] + 1.0,
-      conditions=[pinn.Dirichlet(0.0, count=2)],
+      conditions=[pinn.Dirichlet(0.0, count=16)],
   )
   x = np.linspace(0.0, 1.0, 11)[:, None]
   exact = 0.5 * x * (1.0 - x)
