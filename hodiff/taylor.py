@@ -138,12 +138,19 @@ def _activation_rule(activation, layer, caller):
     )
 
 
-def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "forward_jet") -> list[tuple[str, Any]]:
+def supported_layers(
+    model: keras.Model | keras.layers.Layer,
+    caller: str = "forward_jet",
+    activation_rule: Callable[[Callable], Any] | None = None,
+) -> list[tuple[str, Any]]:
     """Flattens a Keras chain into propagation steps, or raises naming the layer it can't handle.
 
     Args:
       model: a ``keras.Sequential``, a functional chain model, or a single ``Dense`` layer.
       caller: name used in error messages.
+      activation_rule: optional function of a supported (non-identity) activation returning the
+        step to use for it (e.g. a higher-order rule, see :mod:`hodiff.jets`); by default the
+        second-order ``(value, s', s'')`` rule of :func:`forward_jet`.
 
     Returns:
       A list of ``("dense", layer)`` and ``("activation", rule)`` steps.
@@ -161,7 +168,7 @@ def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "for
     steps: list[tuple[str, Any]] = []
     for layer in layers:
         if isinstance(layer, (keras.Sequential, keras.Model)):
-            steps.extend(supported_layers(layer, caller))
+            steps.extend(supported_layers(layer, caller, activation_rule))
         elif isinstance(layer, keras.layers.Dense):
             if not layer.built:
                 raise ValueError(
@@ -171,11 +178,11 @@ def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "for
             steps.append(("dense", layer))
             rule = _activation_rule(layer.activation, layer, caller)
             if rule is not None:
-                steps.append(("activation", rule))
+                steps.append(("activation", rule if activation_rule is None else activation_rule(layer.activation)))
         elif isinstance(layer, keras.layers.Activation):
             rule = _activation_rule(layer.activation, layer, caller)
             if rule is not None:
-                steps.append(("activation", rule))
+                steps.append(("activation", rule if activation_rule is None else activation_rule(layer.activation)))
         elif isinstance(layer, keras.layers.Identity):
             continue
         else:
