@@ -1,0 +1,356 @@
+"""Univariate Taylor-mode jets: the Taylor coefficients of ``t -> u(x + t v)`` up to any order ``k``.
+
+For a direction ``v`` the function ``g(t) = u(x + t v)`` has the Taylor series
+``g(t) = c_0 + c_1 t + ... + c_k t^k + O(t^(k+1))`` with ``c_j = D^j_v u(x) / j!``, where
+``D^j_v u = sum u_{i_1...i_j} v_{i_1}...v_{i_j}`` is the ``j``-th directional derivative: a
+contraction of the ``j``-th derivative tensor with ``v`` in every slot. The series is pushed
+through a Keras chain in one forward pass:
+
+- a Dense layer ``h W + b`` is linear: every coefficient is multiplied by ``W``, the bias shifts
+  ``c_0`` only;
+- an elementwise activation ``s`` composes series by Faà di Bruno's formula,
+  ``[t^n] s(h(t)) = sum_{m=1}^{n} s^(m)(h_0) / m! * [t^n] (h(t) - h_0)^m``, with the derivatives
+  ``s^(m)`` in closed form for tanh, sigmoid, sin, cos and exp, and by nested tapes
+  (:func:`~hodiff.elementwise_derivatives`) for the other activations.
+
+All ``S`` directions travel together: the value is computed once per point, the ``k``
+coefficients of every direction as one stacked tensor ``(k, N, S, width)``, so a Dense layer is
+one matmul for all of them. The cost is about ``k^2 S / 2`` forward passes for orders up to
+``k`` (``k^3 S / 6`` elementwise products in the activations), with no ``d^k`` anywhere.
+
+Anything that is not a chain of Dense / elementwise layers goes through ``method="nested"``:
+``k`` nested tapes over the scalar ``t`` (the same derivatives, slower; any differentiable ``u``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import keras
+import numpy as np
+import tensorflow as tf
+from numpy.polynomial import polynomial
+
+from hodiff import _validate, taylor
+from hodiff.derivatives import elementwise_derivatives
+
+__all__ = ["JET_METHODS", "SparseDirections", "taylor_coefficients", "directional_derivative", "check_order"]
+
+JET_METHODS = ("forward", "nested")
+
+
+class SparseDirections(NamedTuple):
+    """Directions with few nonzero entries: ``v[indices[..., j]] = values[..., j]``.
+
+    ``indices`` (ints) and ``values`` (floats) have the same shape ``(S, m)`` or ``(N, S, m)``;
+    an index may repeat (the values add). A basis vector ``e_i`` is ``indices=[[i]], values=[[1.0]]``.
+    The forward path then starts with a gather of ``m`` rows of the first kernel instead of a
+    ``d``-wide matmul, which is what makes coordinate sampling cheap in thousands of dimensions.
+    """
+
+    indices: Any
+    values: Any
+
+
+def check_order(order: Any, caller: str, name: str = "order") -> int:
+    """Returns ``order`` as an int, or raises unless it is an int >= 1."""
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)):
+        raise TypeError(
+            f"{caller}: {name} must be an int >= 1 (the order of the derivative), got {order!r} of type "
+            f"{type(order).__name__}. Pass e.g. {name}=4."
+        )
+    if order < 1:
+        raise ValueError(
+            f"{caller}: {name} must be >= 1 (the order of the derivative), got {order}. Order 0 is the value "
+            f"itself: call u(x)."
+        )
+    return int(order)
+
+
+# ---------------------------------------------------------------------------------------------
+# Derivatives of order 0..k of the activations.
+
+
+def _polynomial_rule(function: Callable, step: np.ndarray) -> Callable[[int], Callable]:
+    """Derivatives of ``y = function(h)`` when ``dy/dh = step(y)`` is a polynomial in ``y``."""
+
+    def rule(order: int) -> Callable:
+        polys = [np.array([0.0, 1.0])]  # y itself, ascending coefficients in y
+        for _ in range(order):
+            polys.append(polynomial.polymul(polynomial.polyder(polys[-1]), step))
+
+        def derivatives(h):
+            y = function(h)
+            out = []
+            for coefficients in polys:
+                value = tf.zeros_like(y) + float(coefficients[-1])
+                for c in coefficients[-2::-1]:  # Horner
+                    value = value * y + float(c)
+                out.append(value)
+            out[0] = y
+            return out
+
+        return derivatives
+
+    return rule
+
+
+def _cyclic_rule(functions: list[tuple[Callable, float]]) -> Callable[[int], Callable]:
+    """Derivatives cycling through ``sign * function(h)`` (sin, cos, exp)."""
+
+    def rule(order: int) -> Callable:
+        def derivatives(h):
+            values = [f(h) for f, _ in functions]
+            return [functions[m % len(functions)][1] * values[m % len(functions)] for m in range(order + 1)]
+
+        return derivatives
+
+    return rule
+
+
+_TANH = _polynomial_rule(tf.tanh, np.array([1.0, 0.0, -1.0]))  # tanh' = 1 - tanh^2
+_SIGMOID = _polynomial_rule(tf.sigmoid, np.array([0.0, 1.0, -1.0]))  # s' = s - s^2
+_SIN = _cyclic_rule([(tf.sin, 1.0), (tf.cos, 1.0), (tf.sin, -1.0), (tf.cos, -1.0)])
+_COS = _cyclic_rule([(tf.cos, 1.0), (tf.sin, -1.0), (tf.cos, -1.0), (tf.sin, 1.0)])
+_EXP = _cyclic_rule([(tf.exp, 1.0)])
+
+_CLOSED_FORMS: list[tuple[Callable, Callable[[int], Callable]]] = [
+    (keras.activations.tanh, _TANH),
+    (tf.tanh, _TANH),
+    (tf.math.tanh, _TANH),
+    (keras.activations.sigmoid, _SIGMOID),
+    (tf.sigmoid, _SIGMOID),
+    (tf.math.sigmoid, _SIGMOID),
+    (tf.sin, _SIN),
+    (tf.math.sin, _SIN),
+    (tf.cos, _COS),
+    (tf.math.cos, _COS),
+    (keras.activations.exponential, _EXP),
+    (tf.exp, _EXP),
+    (tf.math.exp, _EXP),
+]
+
+
+def _derivatives_rule(activation: Callable, order: int) -> Callable:
+    """A function of ``h`` returning ``[s(h), s'(h), ..., s^(order)(h)]``."""
+    for known, rule in _CLOSED_FORMS:
+        if activation is known:
+            return rule(order)
+    return elementwise_derivatives(activation, order, unconnected="zero")
+
+
+def _compose(derivatives: list[tf.Tensor], series: tf.Tensor, order: int) -> tf.Tensor:
+    """Faà di Bruno: the coefficients 1..k of ``s(h(t))`` from those of ``h`` and ``s^(m)(h_0)``.
+
+    ``series`` is ``(k, N, S, w)`` (coefficient ``j`` at index ``j - 1``), the derivatives ``(N, w)``.
+    """
+    h = [series[j] for j in range(order)]  # h[j - 1]: coefficient j
+    scaled = [derivatives[m][:, None, :] / math.factorial(m) for m in range(order + 1)]
+    power = {n: h[n - 1] for n in range(1, order + 1)}  # [t^n] (h - h_0)^m, for n >= m
+    out = {n: scaled[1] * power[n] for n in range(1, order + 1)}
+    for m in range(2, order + 1):
+        power = {n: tf.add_n([h[j - 1] * power[n - j] for j in range(1, n - m + 2)]) for n in range(m, order + 1)}
+        for n in range(m, order + 1):
+            out[n] = out[n] + scaled[m] * power[n]
+    return tf.stack([out[n] for n in range(1, order + 1)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Directions.
+
+
+def _directions(directions: Any, x: tf.Tensor, dtype: tf.DType, caller: str) -> tf.Tensor | SparseDirections:
+    """Directions broadcast to one set per point: dense ``(N, S, d)`` or sparse ``(N, S, m)``."""
+    d = x.shape[1]
+    num_points = tf.shape(x)[0]
+    if isinstance(directions, SparseDirections):
+        indices = tf.convert_to_tensor(directions.indices)
+        if not indices.dtype.is_integer:
+            raise TypeError(f"{caller}: SparseDirections.indices must be ints (coordinates), got {indices.dtype.name}.")
+        values = _validate.as_float_tensor(directions.values, "directions.values", caller)
+        if indices.shape.rank not in (2, 3) or indices.shape != values.shape:
+            raise ValueError(
+                f"{caller}: SparseDirections needs indices and values of one shape, (S, m) or (N, S, m); got "
+                f"{tuple(indices.shape)} and {tuple(values.shape)}."
+            )
+        if indices.shape.rank == 2:
+            shape = tf.concat([[num_points], tf.shape(indices)], 0)
+            indices, values = tf.broadcast_to(indices[None], shape), tf.broadcast_to(values[None], shape)
+        return SparseDirections(tf.cast(indices, tf.int32), tf.cast(values, dtype))
+    v = _validate.as_float_tensor(directions, "directions", caller)
+    if v.shape.rank not in (2, 3) or v.shape[-1] != d:
+        raise ValueError(
+            f"{caller}: directions must have shape (S, d) (the same S directions at every point) or (N, S, d) "
+            f"(S directions per point) with d={d} like x; got shape {tuple(v.shape)}. For one direction use "
+            f"v[None, :]."
+        )
+    v = tf.cast(v, dtype)
+    if v.shape.rank == 2:
+        v = tf.broadcast_to(v[None], tf.concat([[num_points], tf.shape(v)], 0))
+    return v
+
+
+def _dense(directions: tf.Tensor | SparseDirections, d: int) -> tf.Tensor:
+    if isinstance(directions, SparseDirections):
+        one_hot = tf.one_hot(directions.indices, d, dtype=directions.values.dtype)  # (N, S, m, d)
+        return tf.reduce_sum(directions.values[..., None] * one_hot, axis=-2)
+    return directions
+
+
+def _first_layer(directions: tf.Tensor | SparseDirections, kernel: tf.Tensor) -> tf.Tensor:
+    """``v W`` for every direction, ``(N, S, width)``; a gather of kernel rows for sparse directions."""
+    if isinstance(directions, SparseDirections):
+        rows = tf.gather(kernel, directions.indices)  # (N, S, m, width)
+        return tf.reduce_sum(directions.values[..., None] * rows, axis=-2)
+    return tf.einsum("nsd,dw->nsw", directions, kernel)
+
+
+# ---------------------------------------------------------------------------------------------
+# The two paths.
+
+
+def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str) -> list[tf.Tensor]:
+    steps = taylor.supported_layers(model, caller, activation_rule=lambda s: _derivatives_rule(s, order))
+    dense_layers = [layer for kind, layer in steps if kind == "dense"]
+    if not dense_layers:
+        raise ValueError(f"{caller}: the model has no Dense layer; nothing to propagate.")
+    d = x.shape[1]
+    if dense_layers[0].kernel.shape[0] != d:
+        raise ValueError(
+            f"{caller}: x has d={d} columns but the model's first Dense layer expects "
+            f"{dense_layers[0].kernel.shape[0]} inputs."
+        )
+    result_dtype = x.dtype
+    dtype = max(result_dtype, tf.as_dtype(dense_layers[0].compute_dtype), key=lambda t: t.size)
+    v = _directions(directions, x, dtype, caller)
+    num_points = tf.shape(x)[0]
+    value = tf.cast(x, dtype)
+    series = None  # (k, N, S, width); None while it is still the input's [v, 0, ..., 0]
+    for kind, step in steps:
+        if kind == "dense":
+            kernel = tf.cast(step.kernel, dtype)
+            if series is None:  # x + t v: coefficient 1 is v, the higher ones vanish
+                first = _first_layer(v, kernel)
+                series = tf.pad(first[None], [[0, order - 1], [0, 0], [0, 0], [0, 0]])
+            else:
+                num_directions = tf.shape(series)[2]
+                product = tf.matmul(tf.reshape(series, [-1, kernel.shape[0]]), kernel)
+                series = tf.reshape(product, tf.stack([order, num_points, num_directions, kernel.shape[1]]))
+            value = tf.matmul(value, kernel)
+            if step.use_bias:  # the bias shifts the value only
+                value = value + tf.cast(step.bias, dtype)
+        else:
+            if series is None:
+                series = tf.pad(_dense(v, d)[None], [[0, order - 1], [0, 0], [0, 0], [0, 0]])
+            derivatives = step(value)
+            series = _compose(derivatives, series, order)
+            value = derivatives[0]
+    assert series is not None
+    coefficients = [tf.broadcast_to(value[:, None, :], tf.shape(series[0]))] + [series[j] for j in range(order)]
+    return [tf.cast(c, result_dtype) for c in coefficients]
+
+
+def _nested(u: Callable, x: tf.Tensor, directions: Any, order: int, caller: str) -> list[tf.Tensor]:
+    d = x.shape[1]
+    v = _dense(_directions(directions, x, x.dtype, caller), d)  # (N, S, d)
+    shape = tf.shape(v)
+    points = tf.reshape(tf.broadcast_to(x[:, None, :], shape), [-1, d])
+    flat = tf.reshape(v, [-1, d])
+    as_column = []
+
+    def along_line(t):
+        values, column = _validate.check_per_point_values(u(points + t[:, None] * flat), points, "u", caller)
+        as_column.append(column)
+        return tf.cast(values, x.dtype)
+
+    derivatives = elementwise_derivatives(along_line, order, unconnected="zero")(tf.zeros(tf.shape(flat)[:1], x.dtype))
+    result_shape = tf.concat([shape[:2], tf.constant([1] if as_column[0] else [], tf.int32)], 0)
+    return [tf.reshape(derivatives[j] / math.factorial(j), result_shape) for j in range(order + 1)]
+
+
+def taylor_coefficients(
+    u: Any, x: tf.Tensor, directions: Any, order: int, method: str = "forward", caller: str = "taylor_coefficients"
+) -> list[tf.Tensor]:
+    """The Taylor coefficients ``c_0..c_k`` of ``t -> u(x + t v)`` for every point and direction.
+
+    ``c_j = D^j_v u(x) / j!``, where ``D^j_v u`` is the ``j``-th derivative tensor of ``u``
+    contracted with ``v`` in all ``j`` slots.
+
+    Args:
+      u: for ``method="forward"``, a ``keras.Sequential`` or functional chain of Dense and
+        elementwise Activation layers (nested chains included), as in :mod:`hodiff.taylor`;
+        for ``method="nested"``, any scalar field ``(N, d) -> (N,)`` or ``(N, 1)``.
+      x: points, shape ``(N, d)``.
+      directions: ``(S, d)`` (the same ``S`` directions at every point), ``(N, S, d)`` (``S``
+        directions per point) or :class:`SparseDirections`.
+      order: the highest order ``k``, an int >= 1.
+      method: ``"forward"`` (Taylor mode, one stacked pass) or ``"nested"`` (``k`` nested tapes
+        along ``t``, any differentiable ``u``).
+      caller: name used in error messages.
+
+    Returns:
+      A list of ``k + 1`` tensors in the dtype of ``x``, each of shape ``(N, S)`` followed by
+      the trailing shape of ``u(x)`` (``(N, S, 1)`` for a Keras model with one output).
+
+    References:
+      Griewank and Walther, "Evaluating Derivatives", 2nd ed., SIAM 2008, chapter 13 (Taylor
+      propagation). Bettencourt, Johnson and Duvenaud, "Taylor-mode automatic differentiation
+      for higher-order derivatives in JAX", 2019.
+
+    Example:
+      ```python
+      import keras, tensorflow as tf
+      from hodiff.jets import taylor_coefficients
+
+      model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(8, "tanh"), keras.layers.Dense(1)])
+      x, v = tf.random.normal((5, 3)), tf.random.normal((2, 3))      # 5 points, 2 directions
+      c = taylor_coefficients(model, x, v, order=4)
+      assert len(c) == 5 and c[4].shape == (5, 2, 1)
+      tf.debugging.assert_near(c[0][:, 0], model(x))                 # c_0 is the value
+      ```
+    """
+    order = check_order(order, caller)
+    if method not in JET_METHODS:
+        raise ValueError(
+            f"{caller}: method={method!r} is not an option; use 'forward' (Taylor mode through a Keras chain of "
+            f"Dense/elementwise layers) or 'nested' (nested tapes, any differentiable u)."
+        )
+    x = _validate.as_differentiable(x, "x", caller)
+    _validate.check_field_points(x, caller)
+    if method == "forward":
+        if not isinstance(u, (keras.Model, keras.layers.Layer)):
+            raise ValueError(
+                f"{caller}: method='forward' propagates jets through Keras chains of Dense and elementwise "
+                f"Activation layers; got {type(u).__name__}. Use method='nested' (nested tapes along the "
+                f"direction) for a plain function."
+            )
+        return _forward(u, x, directions, order, caller)
+    return _nested(u, x, directions, order, caller)
+
+
+def directional_derivative(
+    u: Any, x: tf.Tensor, directions: Any, order: int, method: str = "forward", caller: str = "directional_derivative"
+) -> tf.Tensor:
+    """The ``k``-th directional derivative ``D^k_v u(x) = d^k/dt^k u(x + t v) |_{t=0}``.
+
+    Args:
+      u, x, directions, order, method, caller: as in :func:`taylor_coefficients`.
+
+    Returns:
+      ``k! c_k``, shape ``(N, S)`` followed by the trailing shape of ``u(x)``.
+
+    Example:
+      ```python
+      import tensorflow as tf
+      from hodiff.jets import directional_derivative
+
+      u = lambda x: tf.reduce_sum(x**4, axis=1)                    # D^4_v u = 24 sum v_i^4
+      v = tf.constant([[1.0, 2.0]])
+      fourth = directional_derivative(u, tf.ones((3, 2)), v, order=4, method="nested")
+      tf.debugging.assert_near(fourth, tf.fill([3, 1], 24.0 * 17))
+      ```
+    """
+    coefficients = taylor_coefficients(u, x, directions, order, method, caller)
+    return coefficients[-1] * math.factorial(len(coefficients) - 1)
