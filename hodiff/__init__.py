@@ -7,7 +7,7 @@ gradient monitoring and compiled training steps; PINN solvers (``hodiff.pinn``) 
 meta-learning (``hodiff.meta``). Everything runs in eager mode, ``tf.function`` and XLA.
 """
 
-from hodiff import checks, meta, monitor, multitask, penalties, pinn, stable, transforms
+from hodiff import checks, jets, meta, monitor, multitask, penalties, pinn, stable, stde, transforms
 from hodiff.derivatives import (
     HVP_MODES,
     batch_hessian,
@@ -23,6 +23,7 @@ from hodiff.derivatives import (
     vjp,
 )
 from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
+from hodiff.jets import SparseDirections, directional_derivative, taylor_coefficients
 from hodiff.lbfgs import minimize_lbfgs
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import (
@@ -43,10 +44,12 @@ __all__ = [
     "OPERATOR_METHODS",
     "Estimate",
     "Jet",
+    "SparseDirections",
     "TrainStep",
     "batch_hessian",
     "batch_jacobian",
     "checks",
+    "directional_derivative",
     "divergence",
     "elementwise_derivatives",
     "forward_jet",
@@ -60,6 +63,7 @@ __all__ = [
     "hutchpp_trace",
     "hvp",
     "jacobian",
+    "jets",
     "jvp",
     "laplacian",
     "meta",
@@ -72,8 +76,10 @@ __all__ = [
     "penalties",
     "pinn",
     "stable",
+    "stde",
     "stochastic_divergence",
     "stochastic_laplacian",
+    "taylor_coefficients",
     "transforms",
     "value_and_grad",
     "vjp",
