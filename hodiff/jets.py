@@ -336,7 +336,12 @@ def directional_derivative(
     """The ``k``-th directional derivative ``D^k_v u(x) = d^k/dt^k u(x + t v) |_{t=0}``.
 
     Args:
-      u, x, directions, order, method, caller: as in :func:`taylor_coefficients`.
+      u: a Keras chain (``method="forward"``) or any scalar field (``method="nested"``).
+      x: points, shape ``(N, d)``.
+      directions: ``(S, d)``, ``(N, S, d)`` or :class:`SparseDirections`.
+      order: ``k``, an int >= 1.
+      method: ``"forward"`` or ``"nested"``, as in :func:`taylor_coefficients`.
+      caller: name used in error messages.
 
     Returns:
       ``k! c_k``, shape ``(N, S)`` followed by the trailing shape of ``u(x)``.

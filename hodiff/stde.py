@@ -255,7 +255,8 @@ def mixed_partial(i: int, j: int) -> Operator:
     """The mixed second partial ``u_ij`` by polarisation: ``(D^2_{e_i+e_j} - D^2_{e_i} - D^2_{e_j}) / 2``.
 
     Args:
-      i, j: coordinates (ints >= 0, ``< d``); ``i == j`` gives ``u_ii``.
+      i: first coordinate, an int >= 0 and ``< d``.
+      j: second coordinate; ``i == j`` gives ``u_ii``.
 
     Returns:
       An :class:`Operator` of order 2 (three jets exactly; dense estimators sample
