@@ -326,3 +326,31 @@ def test_exact_maps_are_uniform_in_volume_and_area():
     points, normals = Hypersphere(np.zeros(5), 1.0).sample_boundary(count, seed=3)
     np.testing.assert_allclose(np.linalg.norm(points, axis=1), 1.0)
     assert all(binomial_ok((points[:, j] > 0).sum(), count, 0.5) for j in range(5))
+
+
+@pytest.mark.parametrize("method", ["sobol", "random", "lhs"])
+def test_boundary_points_split_between_faces_in_proportion(method):
+    # two points on an interval: one at each end (a random choice of faces could put both on one)
+    for domain in (Interval("x", -1, 1), Interval("x", 0, 1) * TimeDomain("t", 0, 1)):
+        for seed in range(5):
+            points, normals = domain.sample_boundary(2, method=method, seed=seed)
+            assert sorted(normals[:, 0]) == [-1.0, 1.0]
+    # a rectangle 2 x 1: its sides take 1/3 and its ends 1/6 of the points each, within a point
+    counts = [0, 0, 0, 0]
+    rectangle = Rectangle(("x", "y"), (0, 0), (2, 1))
+    for count in (6, 7, 30, 101):
+        points, normals = rectangle.sample_boundary(count, method=method, seed=1)
+        counts = [np.sum(normals[:, 0] == -1), np.sum(normals[:, 0] == 1), np.sum(normals[:, 1] == -1)]
+        counts.append(np.sum(normals[:, 1] == 1))
+        np.testing.assert_allclose(counts, np.array([1, 1, 2, 2]) * count / 6, atol=1.5)
+    # the general path (pieces of a polygon, drawn in batches) splits the same way
+    points, normals = Triangle((0, 0), (1, 0), (0, 1)).sample_boundary(3, method=method)
+    assert len(np.unique(normals.round(6), axis=0)) == 3
+
+
+def test_time_is_independent_of_position_in_a_product():
+    # the time column and the spatial part come from different Sobol dimensions: every
+    # half of the disk is sampled at early and at late times alike
+    points = (Disk((0, 0), 1.0) * TimeDomain("t", 0, 1)).sample_interior(1024, seed=0)
+    counts = np.histogram2d(points[:, 1] > 0, points[:, 2] > 0.5, bins=2)[0]
+    np.testing.assert_allclose(counts, 256, atol=30)

@@ -122,6 +122,19 @@ def _batches(dimension: int, method: str, seed: int, first: int):
         size = min(size * 2, 1 << 18)
 
 
+def _piece_choice(measures: np.ndarray, start: int, size: int) -> np.ndarray:
+    """Which piece each of candidates ``start .. start + size - 1`` lies on, in proportion to ``measures``.
+
+    Deterministic and stratified: candidate ``i`` takes the piece whose share of the total measure
+    holds ``frac(1/2 + i (sqrt(5) - 1) / 2)`` (a golden-ratio sequence), so every run of candidates
+    splits between the pieces within a point or two of their shares (two points on an interval: one
+    per end), whatever the sampling method.
+    """
+    shares = np.cumsum(measures) / np.sum(measures)
+    u = np.mod(0.5 + np.arange(start, start + size) * ((math.sqrt(5.0) - 1.0) / 2.0), 1.0)
+    return np.minimum(np.searchsorted(shares, u, side="right"), len(measures) - 1)
+
+
 @dataclass
 class _Piece:
     """One smooth piece of a spatial boundary (a face, an edge, a circle)."""
@@ -350,7 +363,11 @@ class Geometry:
         """``count`` points inside the domain (all coordinates, time included): ``(count, d)``."""
         unit_samples(count, 0, method, seed)
         space = self._space_interior(count, method, seed)
-        return self._assemble(space, unit_samples(count, len(self.extras), method, seed + 1))
+        # The extras take Sobol dimensions the spatial part does not use (it uses at most len(space) + 1):
+        # the same dimension of two scrambled Sobol sequences is one digital map of the other, which would tie
+        # time to position (e.g. a disk's upper half only at early times).
+        skip = len(self.space) + 1
+        return self._assemble(space, unit_samples(count, skip + len(self.extras), method, seed + 1)[:, skip:])
 
     def sample_boundary(
         self, count: int, method: str = "sobol", seed: int = 0, where: Any = None
@@ -378,10 +395,9 @@ class Geometry:
         pieces = self._selected_pieces(where, caller)
         measures = np.array([p.measure for p in pieces])
         dimension = max(p.dimension for p in pieces)
-        rng = np.random.default_rng(seed)
         kept_points, kept_normals, tried = [], [], 0
         for batch in _batches(dimension + len(self.extras), method, seed + 1, 2 * count):
-            choice = rng.choice(len(pieces), size=len(batch), p=measures / measures.sum())
+            choice = _piece_choice(measures, tried, len(batch))
             xs = np.zeros((len(batch), len(self.space)))
             ns = np.zeros_like(xs)
             for index, piece in enumerate(pieces):
@@ -611,8 +627,9 @@ class Box(Geometry):
     ) -> tuple[np.ndarray, np.ndarray]:
         """``count`` points on the spatial faces (at all times) and their outward unit normals.
 
-        Faces are chosen with probability proportional to their measure (a point for a 1-D
-        interval's end, the time span for ``Interval * TimeDomain``). ``where`` selects part of the
+        Each face gets a share of the points proportional to its measure (a point for a 1-D
+        interval's end, the time span for ``Interval * TimeDomain``), spread deterministically over
+        the faces (two points on an interval: one at each end). ``where`` selects part of the
         boundary as in :meth:`Geometry.sample_boundary`.
 
         Returns:
@@ -627,7 +644,7 @@ class Box(Geometry):
         faces = [(n, side) for n in self.space for side in (0, 1)]
         others = lambda name: [n for n in self.coords if n != name]
         measures = np.array([np.prod([np.subtract(*self.bounds[n][::-1]) for n in others(name)]) for name, _ in faces])
-        choice = np.random.default_rng(seed).choice(len(faces), size=count, p=measures / measures.sum())
+        choice = _piece_choice(measures, 0, count)
         points = self._scale(unit_samples(count, len(self.coords), method, seed + 1), self.coords)
         normals = np.zeros_like(points)
         for index, (n, side) in enumerate(faces):
