@@ -177,7 +177,7 @@ def biharmonic() -> Operator:
 
       u = lambda x: tf.reduce_sum(x**2, axis=1) ** 2             # |x|^4: Delta^2 = 8 d (d + 2)
       x = tf.random.normal((2, 3), dtype=tf.float64)
-      tf.debugging.assert_near(stde.apply(u, x, stde.biharmonic(), method="nested"), tf.fill([2], 120.0))
+      tf.debugging.assert_near(stde.apply(u, x, stde.biharmonic(), method="nested"), [120.0, 120.0])
       ```
     """
     return Operator("biharmonic", 4, _biharmonic_groups, _biharmonic_exact, _biharmonic_dense)
