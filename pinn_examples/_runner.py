@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -418,15 +417,15 @@ def _load_points(path: str) -> np.ndarray:
 
 def _trained_checkpoints(output: str) -> list[str]:
     """Checkpoint prefixes in ``output/checkpoints``, newest first; SystemExit when there is none."""
-    directory = os.path.join(output, "checkpoints")
-    names = os.listdir(directory) if os.path.isdir(directory) else []
-    numbers = sorted((int(n[5:-6]) for n in names if n.startswith("ckpt-") and n.endswith(".index")), reverse=True)
-    if not numbers:
+    from hodiff.pinn.runlog import CHECKPOINTS, checkpoint_files
+
+    prefixes = [prefix for _, prefix in checkpoint_files(output)]
+    if not prefixes:
         raise SystemExit(
-            f"--evaluate: no trained run in {output} (no checkpoints in {directory}); train it first "
-            f"with the same --output, or point --output at a run's directory."
+            f"--evaluate: no trained run in {output} (no checkpoints in {os.path.join(output, CHECKPOINTS)}); train "
+            f"it first with the same --output, or point --output at a run's directory."
         )
-    return [os.path.join(directory, f"ckpt-{number}") for number in numbers]
+    return prefixes
 
 
 def _restore(example: Example, prefixes: list[str]) -> tuple[Any, Any, Settings, str]:
@@ -436,13 +435,13 @@ def _restore(example: Example, prefixes: list[str]) -> tuple[Any, Any, Settings,
     """
     import tensorflow as tf
 
+    from hodiff.pinn.runlog import read_checkpoint_state
+
     failures = []
     names = {field.name for field in dataclasses.fields(Settings)}
     for prefix in prefixes:
         try:
-            reader = tf.train.load_checkpoint(prefix)
-            state = json.loads(reader.get_tensor("run_state/.ATTRIBUTES/VARIABLE_VALUE"))
-            stored = state.get("settings", {})
+            stored = read_checkpoint_state(prefix).get("settings", {})
             settings = Settings(**{key: value for key, value in stored.items() if key in names})
             problem, model = example.build(settings)
             tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from hodiff.pinn.runlog import RunLog, atomic_write, read_history, write_csv, write_json
+from hodiff.pinn.runlog import (
+    RunLog,
+    atomic_write,
+    checkpoint_files,
+    read_checkpoint_state,
+    read_history,
+    write_csv,
+    write_json,
+)
 
 
 def test_atomic_write_replaces_on_success_and_keeps_the_old_file_on_failure(tmp_path):
@@ -153,3 +161,13 @@ def test_a_garbled_history_file_does_not_stop_resume(tmp_path):
     resumed, _ = log_in(tmp_path, resume=True)
     assert [row["step"] for row in resumed.history] == [10, 20, 30]
     assert read_history(path) == resumed.history, "history.csv is rewritten whole from the checkpoint"
+
+
+def test_checkpoints_are_listed_and_their_state_read_without_a_run_log(tmp_path):
+    assert checkpoint_files(tmp_path) == []
+    saved_run(tmp_path, steps=(10, 20, 30))
+    files = checkpoint_files(tmp_path)
+    assert [number for number, _ in files] == sorted((number for number, _ in files), reverse=True)
+    state = read_checkpoint_state(files[0][1])
+    assert state["settings"] == {"seed": 0, "learning_rate": 1e-3} and state["elapsed_seconds"] == 30.0
+    assert [row["step"] for row in state["history"]] == [10, 20, 30]

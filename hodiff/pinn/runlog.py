@@ -42,7 +42,15 @@ from typing import Any
 
 import tensorflow as tf
 
-__all__ = ["RunLog", "atomic_write", "read_history", "write_csv", "write_json"]
+__all__ = [
+    "RunLog",
+    "atomic_write",
+    "checkpoint_files",
+    "read_checkpoint_state",
+    "read_history",
+    "write_csv",
+    "write_json",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +149,32 @@ def read_history(path: str | os.PathLike) -> list[dict[str, Any]]:
     return rows
 
 
+def checkpoint_files(directory: str | os.PathLike) -> list[tuple[int, str]]:
+    """``(number, prefix)`` of every checkpoint (with an index file) of the run in ``directory``, newest first.
+
+    Args:
+      directory: a run's directory (the ``output_dir`` of a :class:`RunLog`).
+
+    Returns:
+      A list of ``(checkpoint number, path prefix)``, empty when the run has no checkpoint.
+    """
+    checkpoints = os.path.join(os.fspath(directory), CHECKPOINTS)
+    found = []
+    for name in os.listdir(checkpoints) if os.path.isdir(checkpoints) else []:
+        match = _CHECKPOINT_FILE.match(name)
+        if match:
+            found.append((int(match.group(1)), os.path.join(checkpoints, name[: -len(".index")])))
+    return sorted(found, reverse=True)
+
+
+def read_checkpoint_state(prefix: str) -> dict[str, Any]:
+    """The run state stored with a checkpoint (``settings``, ``history``, ``run_info`` and extras), read only.
+
+    Raises whatever TensorFlow or ``json`` raises for an unreadable checkpoint.
+    """
+    return json.loads(tf.train.load_checkpoint(prefix).get_tensor("run_state/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
 def _jsonable(value: Any) -> Any:
     """``value`` as it reads back from JSON (tuples become lists, unknown objects their repr)."""
     return json.loads(json.dumps(value, sort_keys=True, default=repr))
@@ -195,7 +229,7 @@ class RunLog:
         self.state: dict[str, Any] = {}
         self.restored: str | None = None
         self._state = tf.Variable("", dtype=tf.string, trainable=False, name="run_state")
-        self.checkpoint = tf.train.Checkpoint(**objects, run_state=self._state)
+        self.checkpoint = tf.train.Checkpoint(**objects, run_state=self._state)  # read by read_checkpoint_state
         self._checkpoints = os.path.join(self.directory, CHECKPOINTS)
         held = self._held_files()
         if held and not resume:
@@ -222,12 +256,7 @@ class RunLog:
     # ----------------------------------------------------------------------------- files
     def _checkpoint_files(self) -> list[tuple[int, str]]:
         """``(number, prefix)`` of every checkpoint with an index file, newest first."""
-        found = []
-        for name in os.listdir(self._checkpoints) if os.path.isdir(self._checkpoints) else []:
-            match = _CHECKPOINT_FILE.match(name)
-            if match:
-                found.append((int(match.group(1)), os.path.join(self._checkpoints, name[: -len(".index")])))
-        return sorted(found, reverse=True)
+        return checkpoint_files(self.directory)
 
     def _held_files(self) -> list[str]:
         held = [name for name in (HISTORY, RUN_INFO) if os.path.exists(os.path.join(self.directory, name))]
@@ -264,7 +293,7 @@ class RunLog:
         failures = []
         for position, (_, prefix) in enumerate(candidates):
             try:
-                state = json.loads(tf.train.load_checkpoint(prefix).get_tensor("run_state/.ATTRIBUTES/VARIABLE_VALUE"))
+                state = read_checkpoint_state(prefix)
             except Exception as error:  # noqa: BLE001 - any unreadable file means: try the previous checkpoint
                 failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
                 logger.warning(
