@@ -165,3 +165,5 @@ def test_bad_network_options_are_named():
         pinn.mlp(DOMAIN, fourier_scale=(1.0, 2.0))
     with pytest.raises(ValueError, match="depth=0"):
         pinn.mlp(DOMAIN, depth=0)
+    with pytest.raises(ValueError, match="'modified' with depth=1 has no gated layer.*depth >= 2"):
+        pinn.mlp(DOMAIN, depth=1, architecture="modified")

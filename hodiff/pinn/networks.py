@@ -201,6 +201,11 @@ def mlp(
     scales = _scales(fourier_scale, fourier_features)
     if not isinstance(depth, int) or depth < 1 or not isinstance(width, int) or width < 1:
         raise ValueError(f"mlp: width={width!r} and depth={depth!r} must be ints >= 1.")
+    if architecture == "modified" and depth < 2:
+        raise ValueError(
+            f"mlp: architecture='modified' with depth={depth} has no gated layer (the gates join the encoders from "
+            "the second hidden layer on), so it would be a plain MLP; use depth >= 2, or architecture='mlp'."
+        )
     outer = "float32" if dtype == "mixed_float16" else dtype
     # Same seeds as keras.utils.set_random_seed(seed) followed by unseeded initialisers, without the global state.
     seeds = random.Random(seed)
