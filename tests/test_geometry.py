@@ -354,3 +354,16 @@ def test_time_is_independent_of_position_in_a_product():
     points = (Disk((0, 0), 1.0) * TimeDomain("t", 0, 1)).sample_interior(1024, seed=0)
     counts = np.histogram2d(points[:, 1] > 0, points[:, 2] > 0.5, bins=2)[0]
     np.testing.assert_allclose(counts, 256, atol=30)
+
+
+def test_csg_distance_refuses_box_faces_that_are_whole_planes():
+    # a 3-D box's face functions are planes: subtracted from a ball they vanished at inside points such as
+    # (0.5, -0.5, 0) and were negative at the centre
+    ball = Ball((0, 0, 0), 1.0)
+    domain = ball - Box({"x": (0.5, 2.0), "y": (0.5, 2.0), "z": (0.5, 2.0)})
+    x = tf.constant([[0.5, -0.5, 0.0], [0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="3-D box operand.*where="):
+        domain.distance(x)
+    np.testing.assert_allclose(domain.distance(x, where=ball).numpy(), [0.25, 0.5])
+    with pytest.raises(ValueError, match="1-D box operand"):
+        (Interval("x", 0, 3) - Interval("x", 1, 2)).distance(tf.constant([[0.5]]))

@@ -1109,6 +1109,14 @@ class CSG(Geometry):
         if key in checked:
             return pieces
         # the R-equivalence vanishes on each piece's whole zero set, so no piece may cross the interior
+        for piece in pieces:
+            if isinstance(piece.leaf, Box) and len(piece.leaf.space) != 2:
+                raise ValueError(
+                    f"distance: {piece.leaf!r} is a {len(piece.leaf.space)}-D box operand of {self!r}; its faces' "
+                    "distance functions are whole planes (points in 1-D), which cross the domain's interior or take "
+                    "the wrong sign in a difference. Select the other operands' boundaries with where=..., and "
+                    "impose the condition on this box's faces as a loss term (Dirichlet(..., where=...))."
+                )
         step = _EPS * self._size
         for piece in pieces:
             unit = unit_samples(256, max(piece.dimension, 1), "sobol", 0)[:, : piece.dimension]
