@@ -367,3 +367,14 @@ def test_csg_distance_refuses_box_faces_that_are_whole_planes():
     np.testing.assert_allclose(domain.distance(x, where=ball).numpy(), [0.25, 0.5])
     with pytest.raises(ValueError, match="1-D box operand"):
         (Interval("x", 0, 3) - Interval("x", 1, 2)).distance(tf.constant([[0.5]]))
+
+
+def test_csg_distance_is_positive_inside_a_hole_in_a_hole_and_disjoint_disks():
+    # the R-equivalence of signed factors was negative at these inside points (its sign is the product of theirs)
+    ring_and_island = Disk((0, 0), 1.0) - (Disk((0, 0), 0.6) - Disk((0, 0), 0.3))
+    x = np.array([[0.8, 0.0], [0.1, 0.0], [0.0, 0.2]])
+    assert ring_and_island.contains(x).all()
+    assert np.all(ring_and_island.distance(tf.constant(x)).numpy() > 0)
+    pair = Disk((0, 0), 1.0) | Disk((3, 0), 1.0)
+    values = in_mode(lambda x: pair.distance(x), "xla")(tf.constant([[0.5, 0.0], [3.2, 0.1], [5.0, 0.0]]))
+    assert np.all(values.numpy()[:2] > 0) and values.numpy()[2] < 0, "negative outside"

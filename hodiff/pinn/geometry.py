@@ -481,7 +481,33 @@ class Geometry:
         """
         pieces = self._distance_pieces(where)
         columns = _column_getter(self.coords, self.space)(x)
-        return _r_equivalence([p.adf(columns) * (p.sign if p.signed else 1.0) for p in pieces])
+        value = _r_equivalence([p.adf(columns) * (p.sign if p.signed else 1.0) for p in pieces])
+        return value if self._distance_sign(pieces) > 0 else -value
+
+    def _distance_sign(self, pieces: list[_Piece]) -> float:
+        """+1 or -1: the sign that makes the joined distance positive inside (checked once per selection).
+
+        The R-equivalence's sign is the product of its signed factors' signs, so a point inside the
+        domain but outside a primitive (a union of disjoint disks, a hole in a hole) comes out negative.
+        """
+        if not any(p.signed for p in pieces):
+            return 1.0
+        key = tuple((id(p.leaf), p.names, p.sign) for p in pieces)
+        signs = self.__dict__.setdefault("_distance_signs", {})
+        if key not in signs:
+            with tf.init_scope():  # plain numbers, also while a tf.function traces
+                xs = self._space_interior(256, "sobol", 0)
+                columns = [tf.constant(xs[:, j], tf.float64) for j in range(xs.shape[1])]
+                values = _r_equivalence([p.adf(columns) * (p.sign if p.signed else 1.0) for p in pieces]).numpy()
+            values = values[values != 0]
+            if np.all(values > 0) or np.all(values < 0):
+                signs[key] = 1.0 if np.all(values > 0) else -1.0
+            else:
+                raise ValueError(
+                    f"distance: the distance function of {self!r} is positive in some parts of the domain and "
+                    "negative in others; select the boundary pieces of one part with where=... ."
+                )
+        return signs[key]
 
     def _distance_pieces(self, where: Any) -> list[_Piece]:
         if where is None or isinstance(where, str):
