@@ -129,28 +129,25 @@ def laplacian() -> Operator:
 
 def _biharmonic_groups(d: int) -> Terms:
     """Groups ``i <= j``: ``u_iiii`` for ``i = j``, ``2 u_iijj`` by polarisation for ``i < j``."""
-    pairs = [(i, j) for i in range(d) for j in range(i, d)]
-    indices = np.zeros((len(pairs), 4, 2), int)
-    values = np.zeros((len(pairs), 4, 2))
-    weights = np.zeros((len(pairs), 4))
-    for g, (i, j) in enumerate(pairs):
-        indices[g, :, 0], indices[g, :, 1] = i, j
-        if i == j:
-            values[g, 0] = (1.0, 0.0)
-            weights[g, 0] = 1.0
-        else:  # 2 u_iijj = (D(e_i + e_j) + D(e_i - e_j) - 2 D(e_i) - 2 D(e_j)) / 6
-            values[g] = [(1.0, 1.0), (1.0, -1.0), (1.0, 0.0), (0.0, 1.0)]
-            weights[g] = [1 / 6, 1 / 6, -1 / 3, -1 / 3]
+    first, second = np.triu_indices(d)
+    diagonal = (first == second)[:, None, None]
+    indices = np.broadcast_to(np.stack([first, second], axis=-1)[:, None, :], (len(first), 4, 2)).copy()
+    # 2 u_iijj = (D(e_i + e_j) + D(e_i - e_j) - 2 D(e_i) - 2 D(e_j)) / 6; u_iiii = D(e_i).
+    pair_values = np.array([[1.0, 1.0], [1.0, -1.0], [1.0, 0.0], [0.0, 1.0]])
+    diagonal_values = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    values = np.where(diagonal, diagonal_values, pair_values)
+    weights = np.where(diagonal[:, :, 0], [1.0, 0.0, 0.0, 0.0], [1 / 6, 1 / 6, -1 / 3, -1 / 3])
     return Terms(indices, values, weights)
 
 
 def _biharmonic_exact(d: int) -> Terms:
     """``d^2`` jets: ``(4 - d) / 3 sum_i D(e_i) + 1/6 sum_{i<j} (D(e_i + e_j) + D(e_i - e_j))``."""
-    pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
-    indices = np.array([[[i, i], [i, i]] for i in range(d)] + [[[i, j], [i, j]] for i, j in pairs], int)
-    values = np.array([[[1.0, 0.0], [0.0, 0.0]]] * d + [[[1.0, 1.0], [1.0, -1.0]]] * len(pairs))
-    weights = np.array([[(4 - d) / 3, 0.0]] * d + [[1 / 6, 1 / 6]] * len(pairs))
-    return Terms(indices.reshape(-1, 2, 2), values.reshape(-1, 2, 2), weights.reshape(-1, 2))
+    first, second = np.triu_indices(d)
+    diagonal = (first == second)[:, None, None]
+    indices = np.broadcast_to(np.stack([first, second], axis=-1)[:, None, :], (len(first), 2, 2)).copy()
+    values = np.where(diagonal, [[1.0, 0.0], [0.0, 0.0]], [[1.0, 1.0], [1.0, -1.0]])
+    weights = np.where(diagonal[:, :, 0], [(4 - d) / 3, 0.0], [1 / 6, 1 / 6])
+    return Terms(indices, values, weights)
 
 
 def _biharmonic_dense(z: tf.Tensor, d: int, distribution: str) -> tuple[tf.Tensor, list[float]]:
@@ -442,6 +439,47 @@ def _seed(seed: Any, stream: int) -> tf.Tensor:
     return tf.stack([tf.cast(seed, tf.int64), tf.constant(stream, tf.int64)])
 
 
+def _sparse_draw(
+    operator: Operator, x: tf.Tensor, num_samples: int, seed: Any, caller: str
+) -> tuple[SparseDirections, tf.Tensor, int, int]:
+    """``B`` distinct groups per point: their directions ``(N, B * P, m)``, weights ``(N, B, P)``, ``P``, ``G``."""
+    d = x.shape[1]
+    num_points = tf.shape(x)[0]
+    terms = operator.terms(d)
+    num_groups, num_terms, width = terms.indices.shape
+    if num_samples > num_groups:
+        raise ValueError(
+            f"{caller}: num_samples={num_samples} sampled groups, but {operator.name} in d={d} dimensions has only "
+            f"{num_groups} to sample from (coordinates for a sum over i, coordinate pairs for the biharmonic). "
+            f"Use num_samples <= {num_groups}, or apply() for the exact value."
+        )
+    noise = tf.random.stateless_uniform(tf.stack([num_points, num_groups]), _seed(seed, 0), dtype=tf.float32)
+    picked = tf.math.top_k(noise, num_samples).indices  # (N, B): B distinct groups per point
+    indices = tf.gather(tf.constant(terms.indices, tf.int32), picked)
+    values = tf.gather(tf.constant(terms.values, x.dtype), picked)
+    weights = tf.gather(tf.constant(terms.weights, x.dtype), picked)
+    shape = tf.stack([num_points, num_samples * num_terms, width])
+    return SparseDirections(tf.reshape(indices, shape), tf.reshape(values, shape)), weights, num_terms, num_groups
+
+
+def _dense_draw(
+    operator: Operator, x: tf.Tensor, num_samples: int, seed: Any, sampling: str, caller: str
+) -> tuple[tf.Tensor, tf.Tensor, int]:
+    """``S`` random vectors per point turned into directions ``(N, S * P, d)``, weights ``(1, P)``, ``P``."""
+    if operator.dense is None:
+        raise ValueError(f"{caller}: {operator.name} has no dense estimator; use sampling='sparse' or apply() (exact).")
+    d = x.shape[1]
+    num_points = tf.shape(x)[0]
+    shape = tf.stack([num_points, num_samples, d])
+    if sampling == "rademacher":
+        z = rademacher(shape, seed, x.dtype, stream=1)
+    else:
+        z = tf.random.stateless_normal(shape, _seed(seed, 2), dtype=x.dtype)
+    directions, weights = operator.dense(z, d, sampling)
+    flat = tf.reshape(directions, tf.stack([num_points, num_samples * len(weights), d]))
+    return flat, tf.constant(weights, x.dtype)[None, :], len(weights)
+
+
 def estimate(
     u: Any,
     x: tf.Tensor,
@@ -494,44 +532,17 @@ def estimate(
             f"'rademacher' or 'gaussian' (random dense directions, STDE/Hutchinson)."
         )
     x = _validate.as_differentiable(x, "x", caller)
-    d = _validate.check_field_points(x, caller)
-    num_points = tf.shape(x)[0]
+    _validate.check_field_points(x, caller)
     if sampling == "sparse":
-        terms = operator.terms(d)
-        num_groups, num_terms, width = terms.indices.shape
-        if num_samples > num_groups:
-            raise ValueError(
-                f"{caller}: num_samples={num_samples} sampled groups, but {operator.name} in d={d} dimensions has only "
-                f"{num_groups} to sample from (coordinates for a sum over i, coordinate pairs for the biharmonic). "
-                f"Use num_samples <= {num_groups}, or apply() for the exact value."
-            )
-        noise = tf.random.stateless_uniform(tf.stack([num_points, num_groups]), _seed(seed, 0), dtype=tf.float32)
-        picked = tf.math.top_k(noise, num_samples).indices  # (N, B): B distinct groups per point
-        indices = tf.gather(tf.constant(terms.indices, tf.int32), picked)
-        values = tf.gather(tf.constant(terms.values, x.dtype), picked)
-        weights = tf.gather(tf.constant(terms.weights, x.dtype), picked)  # (N, B, P)
-        shape = tf.stack([num_points, num_samples * num_terms, width])
-        directions: Any = SparseDirections(tf.reshape(indices, shape), tf.reshape(values, shape))
+        directions, weights, num_terms, num_groups = _sparse_draw(operator, x, num_samples, seed, caller)
     else:
-        if operator.dense is None:
-            raise ValueError(
-                f"{caller}: {operator.name} has no dense estimator; use sampling='sparse' or apply() (exact)."
-            )
-        shape = tf.stack([num_points, num_samples, d])
-        if sampling == "rademacher":
-            z = rademacher(shape, seed, x.dtype, stream=1)
-        else:
-            z = tf.random.stateless_normal(shape, _seed(seed, 2), dtype=x.dtype)
-        dense, dense_weights = operator.dense(z, d, sampling)
-        num_terms = len(dense_weights)
-        directions = tf.reshape(dense, tf.stack([num_points, num_samples * num_terms, d]))
-        weights = tf.constant(dense_weights, x.dtype)[None, :]
-        num_groups = None
+        directions, weights, num_terms = _dense_draw(operator, x, num_samples, seed, sampling, caller)
+        num_groups = 0
     jets = directional_derivative(u, x, directions, operator.order, method, caller)
     samples = _weighted_sum(jets, weights, num_terms)  # (N, B, ...)
     rank = samples.shape.rank
     per_sample = tf.transpose(samples, [1, 0] + list(range(2, rank)))
-    if num_groups is None:
+    if not num_groups:
         return mean_and_stderr(per_sample)
     result = mean_and_stderr(num_groups * per_sample)
     return Estimate(result.value, result.stderr * np.sqrt(1.0 - num_samples / num_groups))

@@ -187,3 +187,25 @@ def test_bad_input_gets_clear_errors(model):
         stde.apply(model, x, "laplacian")
     with pytest.raises(ValueError, match="num_samples must be an int >= 1"):
         stde.estimate(model, x, stde.laplacian(), 0)
+
+
+def test_training_gradients_flow_through_jets(model, run):
+    """A loss built on stde.apply differentiates like one built on the forward Laplacian (any mode);
+    one built on stde.estimate has a gradient for every weight but the output bias (derivatives of u
+    do not depend on it)."""
+    x = points(3, D)
+
+    def gradients(x):
+        with tf.GradientTape(persistent=True) as tape:
+            jets = tf.reduce_sum(stde.apply(model, x, stde.laplacian()) ** 2)
+            reference = tf.reduce_sum(hodiff.laplacian(model, method="forward")(x) ** 2)
+            noisy = tf.reduce_sum(stde.estimate(model, x, stde.laplacian(), 2, seed=0, sampling="gaussian").value)
+        weights = model.trainable_variables
+        return tape.gradient(jets, weights), tape.gradient(reference, weights), tape.gradient(noisy, weights)
+
+    by_jets, reference, noisy = run(gradients, x)
+    assert by_jets[-1] is None and noisy[-1] is None  # the output bias
+    np.testing.assert_array_equal(reference[-1], 0.0)
+    for a, b, c in zip(by_jets[:-1], reference[:-1], noisy[:-1]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+        assert np.all(np.isfinite(c)) and np.any(c != 0)
