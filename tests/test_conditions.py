@@ -298,3 +298,13 @@ def test_bad_conditions_get_clear_errors():
     problem = pinn.Problem(DOMAIN, needs=("u",), residual=residual, conditions=[shape])
     with pytest.raises(ValueError, match=r"Condition 'shape': residual must return one value per point"):
         problem.loss_terms(wave, problem.sample_points(4), {})
+
+
+def test_periodic_on_a_domain_that_is_not_a_box_in_its_coordinate_is_refused():
+    # on a disk, the pairs at x = -1 and x = 1 were corners of the bounding box, outside the domain
+    disk = pinn.Disk((0, 0), 1.0)
+    problem = pinn.Problem(disk, needs=("u",), residual=lambda d, x, p: d["u"], conditions=[pinn.Periodic("x", 8)])
+    with pytest.raises(ValueError, match=r"Periodic 'periodic': .* outside the domain .*a box in x"):
+        problem.sample_points(4)
+    pairs = pinn.Periodic("x", 8).sample(pinn.Rectangle(("x", "y"), (0, 0), (1, 2)), "sobol", 0)
+    assert pairs["points"].shape == (8, 2) and np.all(pairs["partners"][:, 0] == 1.0)

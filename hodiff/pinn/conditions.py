@@ -437,6 +437,13 @@ class Periodic(Condition):
         low[:, column] = domain.bounds[self.coord][0]
         high = low.copy()
         high[:, column] = domain.bounds[self.coord][1]
+        outside = _outside(domain, np.concatenate([low, high]))
+        if outside.size:
+            raise ValueError(
+                f"Periodic {self.name!r}: {outside.size} of the {2 * len(low)} paired points at {self.coord} = "
+                f"{domain.bounds[self.coord]} lie outside the domain {domain!r}; periodicity in {self.coord!r} "
+                f"needs a domain whose {self.coord}-extent is the same everywhere (a box in {self.coord})."
+            )
         return {"points": low, "partners": high}
 
     def residual(self, solution, field_index, arrays, coords, fields=None):
