@@ -360,7 +360,16 @@ class Geometry:
         return self._inside(self._split(points), _TOL * self._size) & self._extras_inside(points)
 
     def sample_interior(self, count: int, method: str = "sobol", seed: int = 0) -> np.ndarray:
-        """``count`` points inside the domain (all coordinates, time included): ``(count, d)``."""
+        """``count`` points inside the domain (all coordinates, time and parameters included).
+
+        Args:
+          count: number of points.
+          method: ``"random"``, ``"lhs"`` or ``"sobol"``.
+          seed: an int; the same seed gives the same points.
+
+        Returns:
+          ``(count, d)`` array, columns in ``coords`` order.
+        """
         unit_samples(count, 0, method, seed)
         space = self._space_interior(count, method, seed)
         # The extras take Sobol dimensions the spatial part does not use (it uses at most len(space) + 1):
@@ -815,6 +824,12 @@ class Hypersphere(_Shape):
 
     Interior and boundary points are exact maps of the unit cube (uniform in volume / area).
     Its boundary is one piece, named ``name``.
+
+    Args:
+      center: the centre, one number per coordinate.
+      radius: > 0.
+      names: the coordinate names (default ``x1 .. xd``).
+      name: a name for the boundary sphere (for ``where=``).
     """
 
     def __init__(self, center: Sequence[float], radius: float, names: Sequence[str] | None = None, name=None):
@@ -876,7 +891,23 @@ class Hypersphere(_Shape):
 
 
 class Disk(Hypersphere):
-    """The disk ``|(x, y) - center| <= radius`` (boundary piece named ``name``)."""
+    """The disk ``|(x, y) - center| <= radius`` (boundary piece named ``name``).
+
+    Args:
+      center: ``(cx, cy)``.
+      radius: > 0.
+      names: the two coordinate names.
+      name: a name for the boundary circle (for ``where=``).
+
+    Example:
+      ```python
+      from hodiff.pinn import Disk
+
+      disk = Disk((0.0, 0.0), 2.0, name="rim")
+      points, normals = disk.sample_boundary(8)
+      assert disk.boundary_names == ("rim",) and abs((points * normals).sum(axis=1) - 2.0).max() < 1e-12
+      ```
+    """
 
     def __init__(self, center: Sequence[float], radius: float, names: Sequence[str] = ("x", "y"), name=None):
         super().__init__(center, radius, names, name)
@@ -898,6 +929,12 @@ class Ellipse(_Shape):
 
     Boundary points are uniform in arc length (a tabulated arc-length map); the distance function
     is ``f / sqrt(f^2 + |grad f|^2)`` with ``f = 1 - ((x - cx) / a)^2 - ((y - cy) / b)^2``.
+
+    Args:
+      center: ``(cx, cy)``.
+      semi_axes: ``(a, b)``, both > 0.
+      names: the two coordinate names.
+      name: a name for the boundary (for ``where=``).
     """
 
     def __init__(self, center: Sequence[float], semi_axes: Sequence[float], names=("x", "y"), name=None):
@@ -968,6 +1005,19 @@ class Polygon(_Shape):
     Edge ``i`` runs from ``vertices[i]`` to ``vertices[i + 1]`` and is named ``"edge<i>"`` (and
     ``name``). A polygon that is not simple (fewer than 3 vertices, repeated vertices, zero area,
     crossing or overlapping edges) raises ``ValueError``.
+
+    Args:
+      vertices: ``(n, 2)`` corners in order around the boundary.
+      names: the two coordinate names.
+      name: a name for the whole boundary.
+
+    Example:
+      ```python
+      from hodiff.pinn import Polygon
+
+      lshape = Polygon([(0, 0), (1, 0), (1, -1), (-1, -1), (-1, 1), (0, 1)])
+      assert lshape.area == 3.0 and lshape.contains([[-0.5, 0.5], [0.5, 0.5]]).tolist() == [True, False]
+      ```
     """
 
     def __init__(self, vertices: Sequence[Sequence[float]], names: Sequence[str] = ("x", "y"), name=None):
