@@ -26,28 +26,26 @@ X0, X1, Y0, Y1 = -0.5, 1.0, -0.5, 1.5
 PRESSURE_POINT = (X1, 0.5)  # where p is pinned to its exact value
 
 
-def exact(x, y):
-    """``{"u", "v", "p"}`` of the Kovasznay flow at ``(x, y)``, for tensors or numpy arrays."""
+def exact(x, y, fields=("u", "v", "p")):
+    """``{field: values}`` of the Kovasznay flow at ``(x, y)``, for tensors or numpy arrays."""
     ops = tf if tf.is_tensor(x) else np
-    decay = ops.exp(LAMBDA * x)
-    return {
-        "u": 1.0 - decay * ops.cos(2.0 * np.pi * y),
-        "v": LAMBDA / (2.0 * np.pi) * decay * ops.sin(2.0 * np.pi * y),
-        "p": 0.5 * (1.0 - ops.exp(2.0 * LAMBDA * x)) + 0.0 * y,  # broadcast like u and v
+    formulas = {
+        "u": lambda: 1.0 - ops.exp(LAMBDA * x) * ops.cos(2.0 * np.pi * y),
+        "v": lambda: LAMBDA / (2.0 * np.pi) * ops.exp(LAMBDA * x) * ops.sin(2.0 * np.pi * y),
+        "p": lambda: 0.5 * (1.0 - ops.exp(2.0 * LAMBDA * x)) + 0.0 * y,  # + 0 y: broadcast like u and v
     }
+    return {field: formulas[field]() for field in fields}
 
 
 def boundary_lift(x, y, field):
-    """The transfinite interpolation of ``field``'s boundary values: equal to them on all four sides."""
+    """The transfinite (Coons) interpolation of ``field``'s boundary values: equal to them on all four sides."""
     xi, eta = (x - X0) / (X1 - X0), (y - Y0) / (Y1 - Y0)
-    at = lambda a, b: exact(a + 0.0 * x, b + 0.0 * y)[field]  # a constant coordinate as a column
-    sides = (1 - xi) * at(X0, y) + xi * at(X1, y) + (1 - eta) * at(x, Y0) + eta * at(x, Y1)
-    corners = (
-        (1 - xi) * (1 - eta) * at(X0, Y0)
-        + xi * (1 - eta) * at(X1, Y0)
-        + (1 - xi) * eta * at(X0, Y1)
-        + xi * eta * at(X1, Y1)
-    )
+    side = lambda a, b: exact(a, b, (field,))[field]
+    corner = lambda a, b: float(side(np.float64(a), np.float64(b)))
+    sides = (1 - xi) * side(X0 + 0 * x, y) + xi * side(X1 + 0 * x, y)
+    sides += (1 - eta) * side(x, Y0 + 0 * y) + eta * side(x, Y1 + 0 * y)
+    corners = (1 - xi) * ((1 - eta) * corner(X0, Y0) + eta * corner(X0, Y1))
+    corners += xi * ((1 - eta) * corner(X1, Y0) + eta * corner(X1, Y1))
     return sides - corners
 
 

@@ -10,8 +10,19 @@ from pinn_examples import kovasznay, wave
 from pinn_examples.__main__ import main
 
 
+def _hard_points(name):
+    """Points where the example's hard constraints fix the answer, and the exact values there."""
+    if name == "wave":
+        x = np.linspace(0.0, 1.0, 9)
+        points = np.concatenate([np.stack([x, 0 * x], axis=1), [[0.0, 0.3], [1.0, 0.7]]])  # t = 0, the walls
+        return points, {"u": wave.exact(points[:, 0], points[:, 1])}
+    points = np.array([[-0.5, 0.2], [1.0, -0.1], [0.3, -0.5], [0.6, 1.5], [-0.5, 1.5]])
+    exact = kovasznay.exact(points[:, 0], points[:, 1])
+    return points, {"u": exact["u"], "v": exact["v"]}
+
+
 @pytest.mark.parametrize("name, fields", [("wave", ["u"]), ("kovasznay", ["u", "v", "p"])])
-def test_fast_preset_lowers_loss_and_error(name, fields, tmp_path):
+def test_fast_preset_lowers_loss_and_error_and_evaluates(name, fields, tmp_path):
     output = tmp_path / name
     assert main([name, "--preset", "fast", "--output", str(output), "--no-progress"]) == 0
     metrics = json.loads((output / "metrics.json").read_text())
@@ -20,6 +31,14 @@ def test_fast_preset_lowers_loss_and_error(name, fields, tmp_path):
     assert loss[-1] < 0.5 * loss[0]
     assert metrics["relative_l2_error"] < metrics["initial_relative_l2_error"]
     assert all(f"relative_l2_error_{field}" in metrics for field in fields)
+    # --evaluate restores the run with its hard constraints: exact values where they fix the answer
+    points, wanted = _hard_points(name)
+    np.save(tmp_path / "points.npy", points)
+    assert main([name, "--evaluate", str(tmp_path / "points.npy"), "--output", str(output)]) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert set(evaluation.files) == {"points", *fields}
+        for field, values in wanted.items():
+            np.testing.assert_allclose(evaluation[field], values, atol=1e-10)
 
 
 def test_wave_exact_solution_solves_the_equation():
