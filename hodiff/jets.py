@@ -36,7 +36,14 @@ from numpy.polynomial import polynomial
 from hodiff import _validate, taylor
 from hodiff.derivatives import elementwise_derivatives
 
-__all__ = ["JET_METHODS", "SparseDirections", "taylor_coefficients", "directional_derivative", "check_order"]
+__all__ = [
+    "JET_METHODS",
+    "SparseDirections",
+    "taylor_coefficients",
+    "directional_derivative",
+    "contracted_derivative",
+    "check_order",
+]
 
 JET_METHODS = ("forward", "nested")
 
@@ -141,20 +148,38 @@ def _derivatives_rule(activation: Callable, order: int) -> Callable:
     return elementwise_derivatives(activation, order, unconnected="zero")
 
 
-def _compose(derivatives: list[tf.Tensor], series: tf.Tensor, order: int) -> tf.Tensor:
-    """Faà di Bruno: the coefficients 1..k of ``s(h(t))`` from those of ``h`` and ``s^(m)(h_0)``.
+def _nonlinear_terms(h: list[tf.Tensor], scaled: list[tf.Tensor], order: int) -> dict[int, tf.Tensor]:
+    """``sum_{m=2}^{n} s^(m)(h_0) / m! [t^n] (h(t) - h_0)^m`` for ``n = 2..order``.
 
-    ``series`` is ``(k, N, S, w)`` (coefficient ``j`` at index ``j - 1``), the derivatives ``(N, w)``.
+    Uses the input coefficients ``h_1..h_{order-1}`` only (``h[j - 1]`` is coefficient ``j``): the
+    top coefficient of ``s(h(t))`` is ``s'(h_0) h_order`` plus these terms, linear in ``h_order``.
     """
-    h = [series[j] for j in range(order)]  # h[j - 1]: coefficient j
-    scaled = [derivatives[m][:, None, :] / math.factorial(m) for m in range(order + 1)]
-    power = {n: h[n - 1] for n in range(1, order + 1)}  # [t^n] (h - h_0)^m, for n >= m
-    out = {n: scaled[1] * power[n] for n in range(1, order + 1)}
+    power = {n: h[n - 1] for n in range(1, order)}  # [t^n] (h - h_0)^(m - 1), for n >= m - 1
+    out: dict[int, tf.Tensor] = {}
     for m in range(2, order + 1):
         power = {n: tf.add_n([h[j - 1] * power[n - j] for j in range(1, n - m + 2)]) for n in range(m, order + 1)}
         for n in range(m, order + 1):
-            out[n] = out[n] + scaled[m] * power[n]
-    return tf.stack([out[n] for n in range(1, order + 1)])
+            out[n] = scaled[m] * power[n] if n not in out else out[n] + scaled[m] * power[n]
+    return out
+
+
+def _compose(
+    derivatives: list[tf.Tensor], series: tf.Tensor, order: int, top: tf.Tensor | None = None, mixing: Any = None
+) -> tuple[tf.Tensor, tf.Tensor | None]:
+    """Faà di Bruno: the coefficients of ``s(h(t))`` from those of ``h`` and ``s^(m)(h_0)``.
+
+    Without ``top``: ``series`` is ``(k, N, S, w)`` (coefficient ``j`` at index ``j - 1``). With
+    ``top``: ``series`` holds coefficients ``1..k-1`` and ``top`` ``(N, R, w)`` the collapsed
+    coefficient ``k``, ``sum_s mixing[n, r, s] c_k^(s)``. Derivatives are ``(N, w)``.
+    """
+    lower = order if top is None else order - 1
+    h = [series[j] for j in range(lower)]
+    scaled = [derivatives[m][:, None, :] / math.factorial(m) for m in range(order + 1)]
+    nonlinear = _nonlinear_terms(h, scaled, order)
+    out = [scaled[1] * h[n - 1] + nonlinear[n] if n > 1 else scaled[1] * h[0] for n in range(1, lower + 1)]
+    if top is not None:
+        top = scaled[1] * top + tf.einsum("nrs,nsw->nrw", mixing, nonlinear[order])
+    return tf.stack(out), top
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +236,8 @@ def _first_layer(directions: tf.Tensor | SparseDirections, kernel: tf.Tensor) ->
 # The two paths.
 
 
-def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str) -> list[tf.Tensor]:
+def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str, mixing: Any = None) -> list[tf.Tensor]:
+    """Coefficients ``0..k``; with ``mixing`` (``(N, R, S)``) the last is ``sum_s mixing[:, r, s] c_k^(s)``."""
     steps = taylor.supported_layers(model, caller, activation_rule=lambda s: _derivatives_rule(s, order))
     dense_layers = [layer for kind, layer in steps if kind == "dense"]
     if not dense_layers:
@@ -226,29 +252,45 @@ def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str)
     dtype = max(result_dtype, tf.as_dtype(dense_layers[0].compute_dtype), key=lambda t: t.size)
     v = _directions(directions, x, dtype, caller)
     num_points = tf.shape(x)[0]
+    collapse = mixing is not None and order > 1  # carry coefficient k as R weighted sums, not S copies
+    rows = order - 1 if collapse else order
+    if mixing is not None:
+        mixing = tf.cast(mixing, dtype)
     value = tf.cast(x, dtype)
-    series = None  # (k, N, S, width); None while it is still the input's [v, 0, ..., 0]
+    series = None  # (rows, N, S, width); None while it is still the input's [v, 0, ..., 0]
+    top = None  # (N, R, width) when collapsing
+
+    def start(first: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor | None]:
+        padded = tf.pad(first[None], [[0, rows - 1], [0, 0], [0, 0], [0, 0]])
+        if not collapse:
+            return padded, None
+        return padded, tf.zeros(tf.stack([num_points, tf.shape(mixing)[1], tf.shape(first)[2]]), dtype)
+
     for kind, step in steps:
         if kind == "dense":
             kernel = tf.cast(step.kernel, dtype)
             if series is None:  # x + t v: coefficient 1 is v, the higher ones vanish
-                first = _first_layer(v, kernel)
-                series = tf.pad(first[None], [[0, order - 1], [0, 0], [0, 0], [0, 0]])
+                series, top = start(_first_layer(v, kernel))
             else:
                 num_directions = tf.shape(series)[2]
                 product = tf.matmul(tf.reshape(series, [-1, kernel.shape[0]]), kernel)
-                series = tf.reshape(product, tf.stack([order, num_points, num_directions, kernel.shape[1]]))
+                series = tf.reshape(product, tf.stack([rows, num_points, num_directions, kernel.shape[1]]))
+                if top is not None:
+                    top = tf.einsum("nrw,wv->nrv", top, kernel)
             value = tf.matmul(value, kernel)
             if step.use_bias:  # the bias shifts the value only
                 value = value + tf.cast(step.bias, dtype)
         else:
             if series is None:
-                series = tf.pad(_dense(v, d)[None], [[0, order - 1], [0, 0], [0, 0], [0, 0]])
+                series, top = start(_dense(v, d))
             derivatives = step(value)
-            series = _compose(derivatives, series, order)
+            series, top = _compose(derivatives, series, order, top, mixing)
             value = derivatives[0]
     assert series is not None
-    coefficients = [tf.broadcast_to(value[:, None, :], tf.shape(series[0]))] + [series[j] for j in range(order)]
+    coefficients = [tf.broadcast_to(value[:, None, :], tf.shape(series[0]))] + [series[j] for j in range(rows)]
+    if mixing is not None:
+        last = top if collapse else tf.einsum("nrs,nsw->nrw", mixing, coefficients[-1])
+        coefficients = coefficients[:-1] + [last] if not collapse else coefficients + [last]
     return [tf.cast(c, result_dtype) for c in coefficients]
 
 
@@ -359,3 +401,64 @@ def directional_derivative(
     """
     coefficients = taylor_coefficients(u, x, directions, order, method, caller)
     return coefficients[-1] * math.factorial(len(coefficients) - 1)
+
+
+def contracted_derivative(
+    u: Any,
+    x: tf.Tensor,
+    directions: Any,
+    weights: Any,
+    order: int,
+    method: str = "forward",
+    caller: str = "contracted_derivative",
+) -> tf.Tensor:
+    """Weighted sums of ``k``-th directional derivatives, ``sum_s weights[r, s] D^k_{v_s} u(x)``.
+
+    The forward path never stores the ``S`` top coefficients: Faà di Bruno's formula is linear in
+    the highest input coefficient, so coefficient ``k`` is carried as the ``R`` weighted sums
+    themselves (a collapsed jet). For ``k = 2`` and ``R = 1`` this is the forward Laplacian's
+    saving: ``S + 1`` rows per layer instead of ``2 S``.
+
+    Args:
+      u: a Keras chain (``method="forward"``) or any scalar field (``method="nested"``).
+      x: points, shape ``(N, d)``.
+      directions: ``(S, d)``, ``(N, S, d)`` or :class:`SparseDirections`.
+      weights: ``(R, S)`` (the same at every point) or ``(N, R, S)``.
+      order: ``k``, an int >= 1.
+      method: ``"forward"`` or ``"nested"``.
+      caller: name used in error messages.
+
+    Returns:
+      Shape ``(N, R)`` followed by the trailing shape of ``u(x)``, in the dtype of ``x``.
+
+    References:
+      Dangel, Siebert, Zeinhofer and Walther, "Collapsing Taylor mode automatic
+      differentiation", 2025 (arXiv:2505.13644).
+
+    Example:
+      ```python
+      import keras, tensorflow as tf
+      from hodiff.jets import contracted_derivative, directional_derivative
+
+      model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(8, "tanh"), keras.layers.Dense(1)])
+      x = tf.random.normal((4, 3))
+      laplacian = contracted_derivative(model, x, tf.eye(3), tf.ones((1, 3)), order=2)   # (4, 1, 1)
+      each = directional_derivative(model, x, tf.eye(3), order=2)                         # (4, 3, 1)
+      tf.debugging.assert_near(laplacian[:, 0], tf.reduce_sum(each, axis=1), atol=1e-5)
+      ```
+    """
+    order = check_order(order, caller)
+    x = _validate.as_differentiable(x, "x", caller)
+    _validate.check_field_points(x, caller)
+    mixing = tf.cast(_validate.as_float_tensor(weights, "weights", caller), x.dtype)
+    if mixing.shape.rank not in (2, 3):
+        raise ValueError(
+            f"{caller}: weights must have shape (R, S) or (N, R, S) (R weighted sums of S directions); got shape "
+            f"{tuple(mixing.shape)}. For one sum use weights[None, :]."
+        )
+    if mixing.shape.rank == 2:
+        mixing = tf.broadcast_to(mixing[None], tf.concat([tf.shape(x)[:1], tf.shape(mixing)], 0))
+    if method == "forward" and isinstance(u, (keras.Model, keras.layers.Layer)):
+        return _forward(u, x, directions, order, caller, mixing)[-1] * math.factorial(order)
+    each = directional_derivative(u, x, directions, order, method, caller)
+    return tf.einsum("nrs,ns...->nr...", tf.cast(mixing, each.dtype), each)

@@ -42,8 +42,8 @@ import numpy as np
 import tensorflow as tf
 
 from hodiff import _validate
-from hodiff.estimators import Estimate, mean_and_stderr, rademacher
-from hodiff.jets import SparseDirections, check_order, directional_derivative
+from hodiff.estimators import Estimate, mean_and_stderr
+from hodiff.jets import SparseDirections, check_order, contracted_derivative, directional_derivative
 
 __all__ = [
     "SAMPLINGS",
@@ -426,16 +426,17 @@ def apply(u: Any, x: tf.Tensor, operator: Operator, method: str = "forward") -> 
     x = _validate.as_differentiable(x, "x", caller)
     d = _validate.check_field_points(x, caller)
     terms = operator.exact_terms(d)
-    num_terms = terms.weights.shape[1]
     directions = SparseDirections(
         tf.constant(terms.indices.reshape(-1, terms.indices.shape[2]), tf.int32),
         tf.constant(terms.values.reshape(-1, terms.values.shape[2]), x.dtype),
     )
-    jets = directional_derivative(u, x, directions, operator.order, method, caller)
-    return tf.reduce_sum(_weighted_sum(jets, tf.constant(terms.weights, x.dtype), num_terms), axis=1)
+    mixing = tf.constant(terms.weights.reshape(1, -1), x.dtype)  # one weighted sum of all the jets
+    return contracted_derivative(u, x, directions, mixing, operator.order, method, caller)[:, 0]
 
 
 def _seed(seed: Any, stream: int) -> tf.Tensor:
+    """A stateless seed; the draws use ``alg="philox"``, which XLA reproduces for a constant seed
+    (the default ``"auto_select"`` draws differently under ``jit_compile=True`` even then)."""
     return tf.stack([tf.cast(seed, tf.int64), tf.constant(stream, tf.int64)])
 
 
@@ -453,7 +454,9 @@ def _sparse_draw(
             f"{num_groups} to sample from (coordinates for a sum over i, coordinate pairs for the biharmonic). "
             f"Use num_samples <= {num_groups}, or apply() for the exact value."
         )
-    noise = tf.random.stateless_uniform(tf.stack([num_points, num_groups]), _seed(seed, 0), dtype=tf.float32)
+    noise = tf.random.stateless_uniform(
+        tf.stack([num_points, num_groups]), _seed(seed, 0), dtype=tf.float32, alg="philox"
+    )
     picked = tf.math.top_k(noise, num_samples).indices  # (N, B): B distinct groups per point
     indices = tf.gather(tf.constant(terms.indices, tf.int32), picked)
     values = tf.gather(tf.constant(terms.values, x.dtype), picked)
@@ -472,9 +475,10 @@ def _dense_draw(
     num_points = tf.shape(x)[0]
     shape = tf.stack([num_points, num_samples, d])
     if sampling == "rademacher":
-        z = rademacher(shape, seed, x.dtype, stream=1)
+        signs = tf.random.stateless_uniform(shape, _seed(seed, 1), dtype=tf.float32, alg="philox") < 0.5
+        z = tf.where(signs, tf.constant(1.0, x.dtype), tf.constant(-1.0, x.dtype))
     else:
-        z = tf.random.stateless_normal(shape, _seed(seed, 2), dtype=x.dtype)
+        z = tf.random.stateless_normal(shape, _seed(seed, 2), dtype=x.dtype, alg="philox")
     directions, weights = operator.dense(z, d, sampling)
     flat = tf.reshape(directions, tf.stack([num_points, num_samples * len(weights), d]))
     return flat, tf.constant(weights, x.dtype)[None, :], len(weights)
@@ -488,6 +492,7 @@ def estimate(
     seed: Any = 0,
     sampling: str = "sparse",
     method: str = "forward",
+    with_stderr: bool = True,
 ) -> Estimate:
     """An unbiased stochastic estimate of ``operator`` applied to ``u`` at each point, with its error.
 
@@ -497,10 +502,15 @@ def estimate(
       operator: an :class:`Operator`.
       num_samples: per point: the number of groups drawn (``"sparse"``, at most the number of
         groups, ``d`` for the Laplacian) or of random directions (dense samplings).
-      seed: an int (or int tensor); the same seed gives the same estimate in every execution mode.
+      seed: an int, or an int tensor (e.g. the training step, to resample every step without
+        retracing). An int seed gives the same draws in eager, ``tf.function`` and XLA; a seed
+        tensor gives the same draws on every call, but XLA's stream differs from TF's kernels.
       sampling: ``"sparse"`` (groups without replacement, scaled; SDGD-style), ``"rademacher"``
         or ``"gaussian"`` (dense random directions; STDE / Hutchinson-style).
       method: ``"forward"`` or ``"nested"``, as in :func:`apply`.
+      with_stderr: ``False`` skips the standard error (``stderr`` is ``None``) and carries the
+        top Taylor coefficient as one weighted sum over all samples (a collapsed jet): the same
+        value, up to twice as fast for second-order operators (e.g. in a training loss).
 
     Returns:
       :class:`~hodiff.Estimate` shaped like ``u(x)``: the mean of the per-point samples and its
@@ -538,11 +548,22 @@ def estimate(
     else:
         directions, weights, num_terms = _dense_draw(operator, x, num_samples, seed, sampling, caller)
         num_groups = 0
-    jets = directional_derivative(u, x, directions, operator.order, method, caller)
-    samples = _weighted_sum(jets, weights, num_terms)  # (N, B, ...)
+    num_points = tf.shape(x)[0]
+    weights = tf.broadcast_to(weights, tf.stack([num_points, num_samples, num_terms]))  # (N, B, P)
+    scale = float(num_groups) if num_groups else 1.0
+    if not with_stderr:  # one weighted sum of all the jets: a collapsed jet
+        mixing = tf.reshape(weights, tf.stack([num_points, 1, num_samples * num_terms])) * (scale / num_samples)
+        return Estimate(contracted_derivative(u, x, directions, mixing, operator.order, method, caller)[:, 0], None)
+    if num_terms == 1:
+        jets = directional_derivative(u, x, directions, operator.order, method, caller)
+        samples = _weighted_sum(jets, weights, num_terms)  # (N, B, ...)
+    else:  # each sample is a weighted sum of its P jets
+        blocks = tf.eye(num_samples, dtype=x.dtype)[None, :, :, None] * weights[:, None, :, :]
+        mixing = tf.reshape(blocks, tf.stack([num_points, num_samples, num_samples * num_terms]))
+        samples = contracted_derivative(u, x, directions, mixing, operator.order, method, caller)
     rank = samples.shape.rank
     per_sample = tf.transpose(samples, [1, 0] + list(range(2, rank)))
     if not num_groups:
         return mean_and_stderr(per_sample)
-    result = mean_and_stderr(num_groups * per_sample)
+    result = mean_and_stderr(scale * per_sample)
     return Estimate(result.value, result.stderr * np.sqrt(1.0 - num_samples / num_groups))

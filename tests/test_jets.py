@@ -10,7 +10,7 @@ import tensorflow as tf
 from conftest import make_mlp, points
 
 import hodiff
-from hodiff.jets import SparseDirections, directional_derivative, taylor_coefficients
+from hodiff.jets import SparseDirections, contracted_derivative, directional_derivative, taylor_coefficients
 
 
 def contracted_partials(u, x, v, order):
@@ -154,3 +154,14 @@ def test_cost_scales_like_k_squared_not_d_to_the_k():
     result = directional_derivative(model, points(2, 50), points(3, 50, seed=1), 6)
     assert result.shape == (2, 3, 1) and np.all(np.isfinite(result))
     assert math.comb(55, 6) > 2e7
+
+
+@pytest.mark.parametrize("order", [1, 2, 4])
+def test_collapsed_jets_equal_weighted_sums_of_directional_derivatives(run, order):
+    model = make_mlp(3, 2, width=6, depth=2, activation="softplus")
+    x, v, w = points(4, 3), points(5, 3, seed=1), points(2, 5, seed=2)
+    collapsed = run(lambda x: contracted_derivative(model, x, v, w, order), x)
+    expected = tf.einsum("rs,nso->nro", w, directional_derivative(model, x, v, order))
+    np.testing.assert_allclose(collapsed, expected, rtol=1e-10, atol=1e-13)
+    nested = contracted_derivative(lambda x: model(x)[:, 1], x, v, w, order, method="nested")
+    np.testing.assert_allclose(nested, expected[..., 1], rtol=1e-9, atol=1e-12)

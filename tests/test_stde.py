@@ -136,13 +136,20 @@ def test_estimators_are_unbiased_and_report_their_error(model, partial_table, ru
     assert 0.75 < np.mean(estimate.stderr.numpy() ** 2) / spread**2 < 1.33
 
 
-def test_estimates_are_reproducible_and_seeded(model):
+@pytest.mark.parametrize("sampling", ["sparse", "rademacher", "gaussian"])
+def test_estimates_are_reproducible_in_every_mode_and_seeded(model, sampling):
+    """An int seed gives the same draws in eager, graph and XLA; a seed tensor gives the same draws
+    on every call of a compiled function (XLA's Philox stream differs from TF's kernels)."""
     x = points(4, D)
-    once = stde.estimate(model, x, stde.biharmonic(), 2, seed=3, sampling="gaussian")
-    again = tf.function(lambda x: stde.estimate(model, x, stde.biharmonic(), 2, seed=3, sampling="gaussian"))(x)
-    other = stde.estimate(model, x, stde.biharmonic(), 2, seed=4, sampling="gaussian")
-    np.testing.assert_allclose(again.value, once.value, rtol=1e-12)
-    assert not np.allclose(other.value, once.value)
+    estimate = lambda x, seed=3: stde.estimate(model, x, stde.laplacian(), 2, seed, sampling)  # noqa: E731
+    once = estimate(x)
+    for mode in checks.MODES:
+        np.testing.assert_allclose(checks.in_mode(estimate, mode)(x).value, once.value, rtol=1e-12, err_msg=mode)
+    np.testing.assert_allclose(tf.function(estimate)(x, tf.constant(3)).value, once.value, rtol=1e-12)
+    compiled = tf.function(estimate, jit_compile=True)
+    np.testing.assert_array_equal(compiled(x, tf.constant(3)).value, compiled(x, tf.constant(3)).value)
+    assert not np.allclose(compiled(x, tf.constant(4)).value, compiled(x, tf.constant(3)).value)
+    assert not np.allclose(estimate(x, 4).value, once.value)
 
 
 def test_sparse_with_every_group_is_exact_with_zero_error(model):
@@ -209,3 +216,13 @@ def test_training_gradients_flow_through_jets(model, run):
     for a, b, c in zip(by_jets[:-1], reference[:-1], noisy[:-1]):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
         assert np.all(np.isfinite(c)) and np.any(c != 0)
+
+
+@pytest.mark.parametrize("name, sampling", [("laplacian", "sparse"), ("biharmonic", "sparse"), ("matrix", "gaussian")])
+def test_value_only_estimate_equals_the_mean_of_the_samples(model, run, name, sampling):
+    """with_stderr=False collapses the top coefficient into one sum: the same value, no stderr."""
+    x = points(3, D)
+    full = stde.estimate(model, x, OPERATORS[name], 3, seed=5, sampling=sampling)
+    fast = run(lambda x: stde.estimate(model, x, OPERATORS[name], 3, seed=5, sampling=sampling, with_stderr=False), x)
+    assert fast.stderr is None
+    np.testing.assert_allclose(fast.value, full.value, rtol=1e-10, atol=1e-12)
