@@ -23,7 +23,7 @@ from hodiff.derivatives import (
     vjp,
 )
 from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
-from hodiff.jets import SparseDirections, directional_derivative, taylor_coefficients
+from hodiff.jets import SparseDirections, contracted_derivative, directional_derivative, taylor_coefficients
 from hodiff.lbfgs import minimize_lbfgs
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import (
@@ -49,6 +49,7 @@ __all__ = [
     "batch_hessian",
     "batch_jacobian",
     "checks",
+    "contracted_derivative",
     "directional_derivative",
     "divergence",
     "elementwise_derivatives",
