@@ -38,6 +38,7 @@ def build(settings: Settings):
         dtype=settings.dtype,
         seed=settings.seed,
         periodic={"x": 2.0},
+        architecture="modified",
     )
 
 
@@ -53,15 +54,23 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": Settings(
-            interior=4096, adam_steps=6000, lbfgs_iterations=3000, width=64, depth=4, causal_epsilon=1.0
+            interior=2048,
+            adam_steps=1500,
+            lbfgs_iterations=2500,
+            width=48,
+            depth=4,
+            dtype="float64",
+            causal_epsilon=1.0,
         ),
         "fast": Settings(
             interior=256,
             adam_steps=200,
             lbfgs_iterations=50,
+            learning_rate=3e-3,
             width=16,
             depth=2,
-            causal_epsilon=1.0,
+            dtype="float64",
+            causal_epsilon=0.0,
             checkpoint_every=100,
         ),
     },
