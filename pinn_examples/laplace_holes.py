@@ -8,7 +8,7 @@ u = phi_c / (phi_s + phi_c) + phi_s phi_c N(x, y): the first term (a transfinite
 1 on the square and 0 on the circles, the second vanishes on both. (phi_s is a product rather than
 the square's own distance function, ``domain.distance(x, where=square)``, because that one (an
 R-function join of the four edges) has a cone at each corner, where its Laplacian grows like
-1 / r; with it the same preset reaches only 2.4e-2; a soft u = 1 on the square with u = phi_c N
+1 / r; with it 2000 L-BFGS iterations reach 2.4e-2 (1.3e-3 without); a soft u = 1 on the square with u = phi_c N
 falls into u = 0.) The loss is the residual alone. Reference: Shortley-Weller finite differences,
 h = 1/400 (:func:`pinn_examples.fd_references.laplace_holes_fd`). Target 5e-3.
 """

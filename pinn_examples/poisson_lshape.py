@@ -7,8 +7,8 @@ corner, positive inside), the corner's own singular harmonic: near the origin
 u ~ r^(2/3) sin(2 (theta - pi/2) / 3) (Grisvard), so N stays smooth there, and the factor is smooth
 at the five convex corners. The loss is the residual alone. (With the Polygon's approximate distance
 function, ``domain.distance(x)``, as the factor, N would need r^(-1/3) at the re-entrant corner and the
-distance has a cone at every vertex: the same preset ends at 3.5e-1, or 1.0e-2 with an r^(-1/3)
-correction.) Reference: 5-point finite differences, h = 1/200
+distance has a cone at every vertex: 2000 L-BFGS iterations end at 3.5e-1, or 1.0e-2 with an r^(-1/3)
+correction; 9.7e-4 with this factor.) Reference: 5-point finite differences, h = 1/200
 (:func:`pinn_examples.fd_references.poisson_lshape_fd`, error ~3e-4). Target 1e-2.
 """
 
