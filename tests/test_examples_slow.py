@@ -14,6 +14,12 @@ TARGETS = [
     ("burgers_inverse", [], 1e-2),
     pytest.param("burgers", ["--preset", "paper"], 5e-4, id="burgers-paper"),
     ("allen_cahn", [], 1e-2),
+    ("laplace_holes", [], 5e-3),
+    ("poisson_lshape", [], 1e-2),
+    ("wave", [], 1e-2),
+    ("kovasznay", [], 1e-3),
+    ("lid_driven_cavity", [], 1e-2),
+    ("kdv", [], 2e-2),
 ]
 
 
