@@ -7,9 +7,10 @@ and ``v = x(1 - x) y (1 - y) N_v`` meet every wall condition exactly, so the onl
 in the loss is the pressure gauge at the corner. The lid vanishes at the corners, so the flow has
 no corner singularity in the velocity. Reference: a second-order finite-volume solution on a
 staggered grid solved by Newton (:mod:`pinn_examples.cavity_reference`) on 192 x 192 cells, its
-own error ~5e-4 (refinement tests). Target 1e-2 on (u, v) together (4000 L-BFGS iterations gave
-9.9e-3). The pressure is fitted only up to the top corners, where the lid's u_x = +-4 meets walls
-with v_y = 0 and continuity cannot hold exactly; it is not part of the target.
+own error ~5e-4 (refinement tests). Target 1e-2 on (u, v) together; the default reached 9.2e-3
+(4000 L-BFGS iterations give 9.9e-3). The pressure is fitted only up to the top corners, where
+the lid's u_x = +-4 meets walls with v_y = 0 and continuity cannot hold exactly; it is not part
+of the target.
 """
 
 import numpy as np
