@@ -713,7 +713,9 @@ def Rectangle(
     return Box({names[0]: (low[0], high[0]), names[1]: (low[1], high[1])}, name=name)
 
 
-def Hypercube(low: Sequence[float], high: Sequence[float], names: Sequence[str] | None = None, name=None) -> Box:
+def Hypercube(
+    low: Sequence[float], high: Sequence[float], names: Sequence[str] | None = None, name: str | None = None
+) -> Box:
     """An axis-aligned box in any dimension; ``names`` default ``x1 .. xd``."""
     names = tuple(names) if names is not None else tuple(f"x{i + 1}" for i in range(len(low)))
     if not len(names) == len(low) == len(high):
@@ -832,7 +834,9 @@ class Hypersphere(_Shape):
       name: a name for the boundary sphere (for ``where=``).
     """
 
-    def __init__(self, center: Sequence[float], radius: float, names: Sequence[str] | None = None, name=None):
+    def __init__(
+        self, center: Sequence[float], radius: float, names: Sequence[str] | None = None, name: str | None = None
+    ):
         self.center = np.asarray(center, dtype=float).reshape(-1)
         self.radius = float(radius)
         if not self.radius > 0:
@@ -909,14 +913,18 @@ class Disk(Hypersphere):
       ```
     """
 
-    def __init__(self, center: Sequence[float], radius: float, names: Sequence[str] = ("x", "y"), name=None):
+    def __init__(
+        self, center: Sequence[float], radius: float, names: Sequence[str] = ("x", "y"), name: str | None = None
+    ):
         super().__init__(center, radius, names, name)
 
 
 class Ball(Hypersphere):
     """The 3-D ball ``|(x, y, z) - center| <= radius``; its boundary is the sphere (one piece, ``name``)."""
 
-    def __init__(self, center: Sequence[float], radius: float, names: Sequence[str] = ("x", "y", "z"), name=None):
+    def __init__(
+        self, center: Sequence[float], radius: float, names: Sequence[str] = ("x", "y", "z"), name: str | None = None
+    ):
         super().__init__(center, radius, names, name)
 
 
@@ -937,7 +945,13 @@ class Ellipse(_Shape):
       name: a name for the boundary (for ``where=``).
     """
 
-    def __init__(self, center: Sequence[float], semi_axes: Sequence[float], names=("x", "y"), name=None):
+    def __init__(
+        self,
+        center: Sequence[float],
+        semi_axes: Sequence[float],
+        names: Sequence[str] = ("x", "y"),
+        name: str | None = None,
+    ):
         self.center = np.asarray(center, dtype=float)
         self.axes = np.asarray(semi_axes, dtype=float)
         if self.center.shape != (2,) or self.axes.shape != (2,) or not np.all(self.axes > 0):
@@ -1020,7 +1034,7 @@ class Polygon(_Shape):
       ```
     """
 
-    def __init__(self, vertices: Sequence[Sequence[float]], names: Sequence[str] = ("x", "y"), name=None):
+    def __init__(self, vertices: Sequence[Sequence[float]], names: Sequence[str] = ("x", "y"), name: str | None = None):
         kind = type(self).__name__
         v = np.asarray(vertices, dtype=float)
         if v.ndim != 2 or v.shape[1] != 2 or len(v) < 3:
@@ -1091,7 +1105,7 @@ class Polygon(_Shape):
 class Triangle(Polygon):
     """The triangle with corners ``a``, ``b``, ``c`` (edges ``"edge0"`` ab, ``"edge1"`` bc, ``"edge2"`` ca)."""
 
-    def __init__(self, a, b, c, names: Sequence[str] = ("x", "y"), name=None):
+    def __init__(self, a, b, c, names: Sequence[str] = ("x", "y"), name: str | None = None):
         super().__init__([a, b, c], names, name)
 
 
