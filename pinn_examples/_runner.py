@@ -369,7 +369,9 @@ def _write_results(
         arrays.update(prediction=prediction, reference=reference)
     with atomic_write(os.path.join(output, "prediction.npz")) as temporary, open(temporary, "wb") as file:
         np.savez(file, **arrays)  # a file object: savez adds no suffix
-    plotting.plot_field(axes, prediction, reference, os.path.join(output, "field.png"), title)
+    # x across and y up for a spatial domain; the usual x-t layout (time across) otherwise
+    vertical = list(axes)[1] if trainer.problem.domain.time is None else None
+    plotting.plot_field(axes, prediction, reference, os.path.join(output, "field.png"), title, vertical=vertical)
     if trainer.history:
         plotting.plot_history(trainer.history, os.path.join(output, "history.png"), trainer.problem.term_names)
 

@@ -79,3 +79,26 @@ def test_two_fields_with_nan_outside_the_domain_are_plotted_masked(tmp_path, mon
         assert np.ma.isMaskedArray(shown) and shown.mask.ravel().tolist() == np.isnan(u).ravel().tolist()
         assert np.all(np.isfinite(shown.compressed())), "the colour limits come from the finite values"
     assert panels[5].collections[0].norm.vmax == pytest.approx(0.1)  # v's error, outside left out
+
+
+def test_a_spatial_field_can_be_drawn_x_across_and_y_up_to_scale(tmp_path, monkeypatch):
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from hodiff.pinn import plotting
+
+    x, y = np.linspace(0, 2, 9), np.linspace(0, 1, 5)
+    u = x[:, None] + 10 * y[None, :]  # indexed [x, y]
+    drawn = []
+    original = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *a, **k: (drawn.append(figure), original(figure, *a, **k)))
+    plotting.plot_field({"x": x, "y": y}, u, u, tmp_path / "f.png", vertical="y")
+    prediction = drawn[0].axes[0]
+    assert (prediction.get_xlabel(), prediction.get_ylabel()) == ("x", "y")
+    assert prediction.get_aspect() == 1.0
+    mesh = prediction.collections[0].get_array().reshape(len(y), len(x))  # rows go up in y
+    np.testing.assert_array_equal(mesh, u.T)
+    plotting.plot_field({"x": x, "t": y}, u, u, tmp_path / "g.png")  # default: first axis up, as in x-t plots
+    assert (drawn[1].axes[0].get_xlabel(), drawn[1].axes[0].get_ylabel()) == ("t", "x")
+    with pytest.raises(ValueError, match="vertical='z' is not one of the axes 'x', 'y'"):
+        plotting.plot_field({"x": x, "y": y}, u, u, tmp_path / "h.png", vertical="z")

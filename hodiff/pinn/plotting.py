@@ -45,19 +45,23 @@ def plot_field(
     reference: np.ndarray | Mapping[str, np.ndarray] | None,
     path: str,
     title: str = "",
+    vertical: str | None = None,
 ) -> None:
     """Prediction, reference and absolute error over a 2-D grid: one row of three panels per field.
 
     NaN entries (grid points outside the domain) are left blank.
 
     Args:
-      axes: two named 1-D coordinate arrays, e.g. ``{"x": ..., "t": ...}``; the first is the
-        vertical axis of the panels, as in the usual x-t plots of Burgers' equation.
+      axes: two named 1-D coordinate arrays, e.g. ``{"x": ..., "t": ...}``; the values are indexed
+        ``[first, second]``.
       prediction: values ``(len(first), len(second))``, or ``{field: values}`` for several fields.
       reference: the same shape, or ``{field: values}`` (a field without a reference gets only its
         prediction panel), or ``None``.
       path: the PNG file to write (atomically: written to a temporary file, then renamed).
       title: figure title.
+      vertical: the axis drawn vertically; default the first, as in the usual x-t plots of
+        Burgers' equation. Give the second (``"y"``) for a spatial domain, which is then drawn
+        to scale, x across and y up.
 
     Example:
       ```python
@@ -74,6 +78,9 @@ def plot_field(
       ```
     """
     (first, first_values), (second, second_values) = list(axes.items())[:2]
+    if vertical not in (None, first, second):
+        raise ValueError(f"plot_field: vertical={vertical!r} is not one of the axes {first!r}, {second!r}.")
+    across_first = vertical == second  # spatial plot: the first axis runs across, to scale
     named = isinstance(prediction, Mapping)
     predictions = dict(prediction) if isinstance(prediction, Mapping) else {"": prediction}
     if reference is None:
@@ -104,11 +111,15 @@ def plot_field(
             ]
         for panel, values, name, colours, (low, high) in shown:
             masked = np.ma.masked_invalid(values)  # outside the domain: blank
-            mesh = panel.pcolormesh(
-                second_values, first_values, masked, shading="auto", cmap=colours, vmin=low, vmax=high
-            )
-            panel.set_xlabel(second)
-            panel.set_ylabel(first)
+            if across_first:
+                grid, across, up = (first_values, second_values, masked.T), first, second
+            else:
+                grid, across, up = (second_values, first_values, masked), second, first
+            mesh = panel.pcolormesh(*grid, shading="auto", cmap=colours, vmin=low, vmax=high)
+            if across_first:
+                panel.set_aspect("equal")
+            panel.set_xlabel(across)
+            panel.set_ylabel(up)
             panel.set_title(label + name)
             figure.colorbar(mesh, ax=panel)
     figure.suptitle(title)
