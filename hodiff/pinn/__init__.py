@@ -22,7 +22,7 @@ from hodiff.pinn.geometry import (
     Triangle,
 )
 from hodiff.pinn.networks import FourierFeatures, Gate, PeriodicEmbedding, mlp
-from hodiff.pinn.problem import CausalWeights, Problem
+from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.runlog import RunLog, atomic_write, write_json
 from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.trainer import AdamResult, AdaptiveWeights, Resampling, Trainer, relative_l2_error
@@ -60,6 +60,7 @@ __all__ = [
     "Robin",
     "RunLog",
     "Sphere",
+    "Stochastic",
     "TimeDomain",
     "Trainer",
     "Triangle",

@@ -27,12 +27,12 @@ from typing import Any
 
 import tensorflow as tf
 
-from hodiff import _validate
+from hodiff import _validate, stde
 from hodiff.pinn import names
 from hodiff.pinn.conditions import Condition, named_columns
 from hodiff.pinn.geometry import Box
 
-__all__ = ["CausalWeights", "Problem"]
+__all__ = ["CausalWeights", "Problem", "Stochastic"]
 
 Residual = Callable[[dict, dict, dict], Any]
 
@@ -78,6 +78,90 @@ class CausalWeights:
         return tf.reduce_mean(weights * per_bin)
 
 
+@dataclasses.dataclass(frozen=True)
+class Stochastic:
+    """A ``needs`` entry: a stochastic estimate of a differential operator on one field, resampled every step.
+
+    ``d[name]`` in the residual is then :func:`hodiff.stde.estimate` of ``operator`` on ``field``
+    (``num_samples`` random jets per point, without the standard error), drawn afresh at every
+    training step from a seed that is a function of the run's seed and the step number only (so
+    a resumed run draws exactly as the uninterrupted one). Evaluated without a seed (e.g.
+    ``Trainer.residual``), the entry is the exact operator, :func:`hodiff.stde.apply`.
+
+    A noisy residual ``r = r_true + e`` (``E[e] = 0``) squared is biased: ``E[r^2] = r_true^2 +
+    Var(e)``, so minimising the plain mean squared residual also minimises the estimator's
+    variance, which pulls the network towards functions the estimator sees as smooth rather than
+    towards the solution (the bias vanishes only where ``Var(e) = 0``). With two independent
+    draws ``r1``, ``r2`` of the residual, ``E[r1 r2] = r_true^2``: :meth:`Problem.loss_terms`
+    uses ``mean(r1 * r2)`` for the residual terms of a problem with stochastic needs (its value
+    and its gradient are unbiased; a single batch's value can be negative), unless the problem
+    is built with ``unbiased=False`` (one draw, ``mean(r^2)``: half the cost, biased). Linear
+    residuals (e.g. Poisson, ``-Delta u - f``) and nonlinear ones (``Delta u + u^3 - f``) are
+    both fine: only the operator's samples are random, and the two draws share everything else.
+
+    Args:
+      name: the key of the estimate in the residual's ``d``, a str not naming a partial
+        (e.g. ``"lap_u"``).
+      operator: a :class:`hodiff.stde.Operator` (``stde.laplacian()``, ``stde.biharmonic()``, ...).
+      field: the output field it applies to.
+      num_samples: per point, sampled groups (``"sparse"``: at most the number of groups, ``d``
+        for the Laplacian) or random directions (dense samplings).
+      sampling: ``"sparse"``, ``"rademacher"`` or ``"gaussian"`` (see :func:`hodiff.stde.estimate`).
+      method: ``"nested"`` (nested tapes along each direction; any network, output transform
+        included) or ``"forward"`` (Taylor mode, much faster; the problem must have no
+        ``output_transform`` and the model must be a Keras chain of Dense / elementwise layers).
+
+    References:
+      Shi et al., "Stochastic Taylor Derivative Estimator", NeurIPS 2024 (arXiv:2412.00088).
+      Hu et al., "Tackling the curse of dimensionality with physics-informed neural networks",
+      2024 (arXiv:2307.12306) (SDGD; its two-draw unbiased residual loss).
+    """
+
+    name: str
+    operator: stde.Operator
+    field: str = "u"
+    num_samples: int = 16
+    sampling: str = "sparse"
+    method: str = "nested"
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Stochastic: name must be a non-empty str (the key in d), got {self.name!r}.")
+        if not isinstance(self.operator, stde.Operator):
+            raise TypeError(
+                f"Stochastic {self.name!r}: operator must be a hodiff.stde.Operator (e.g. stde.laplacian()), got "
+                f"{type(self.operator).__name__}."
+            )
+        _validate.check_count(self.num_samples, "num_samples", f"Stochastic {self.name!r}")
+        if self.sampling not in stde.SAMPLINGS:
+            raise ValueError(
+                f"Stochastic {self.name!r}: sampling={self.sampling!r} is not an option; use one of {stde.SAMPLINGS}."
+            )
+        if self.method not in ("nested", "forward"):
+            raise ValueError(f"Stochastic {self.name!r}: method={self.method!r}; use 'nested' or 'forward'.")
+
+    @tf.autograph.experimental.do_not_convert  # plain Python; converting stde's lambdas only warns
+    def evaluate(self, solution: Callable, x: tf.Tensor, column: int, seed: Any) -> tf.Tensor:
+        """The estimate ``(N,)`` at ``x`` for draw ``seed`` (an int tensor), or the exact value for ``seed=None``."""
+        if self.method == "forward":
+            u = getattr(solution, "keras_chain", None)
+            if u is None:
+                raise ValueError(
+                    f"Stochastic {self.name!r}: method='forward' propagates jets through the Keras model itself, "
+                    f"so the problem must have no output_transform (and the solution must come from "
+                    f"Problem.solution); use method='nested' otherwise."
+                )
+        else:
+            u = lambda points: solution(points)[:, column]
+        if seed is None:
+            value = stde.apply(u, x, self.operator, method=self.method)
+        else:
+            value = stde.estimate(
+                u, x, self.operator, self.num_samples, seed, self.sampling, self.method, with_stderr=False
+            ).value
+        return value[:, column] if value.shape.rank == 2 else value
+
+
 class Problem:
     """A PDE on a domain, solved for one or more output fields; it owns its points and loss terms.
 
@@ -89,7 +173,9 @@ class Problem:
         a dict ``{term name: (N,)}`` (e.g. ``"momentum_x"``) or a tuple named by ``residual_names``.
       needs: the field values and partials the residual uses: ``"u"``, ``"u_t"``, ``"u_xx"``,
         ``"v_xy"`` (field, underscore, coordinates), ``"u_vel_x1_x1"`` or the tuple
-        ``("u_vel", "x1", "x1")`` for longer names (see :mod:`hodiff.pinn.names`).
+        ``("u_vel", "x1", "x1")`` for longer names (see :mod:`hodiff.pinn.names`); a
+        :class:`Stochastic` entry for a stochastic operator estimate (e.g. a Laplacian in high
+        dimension), resampled every step.
       conditions: :class:`~hodiff.pinn.conditions.Condition` objects (boundary, initial,
         periodic, data, or general conditions on any field).
       fields: names of the network's output columns, in order.
@@ -103,6 +189,9 @@ class Problem:
         values at construction), else ``("residual",)``; a tuple of several equations must be
         named here.
       causal: :class:`CausalWeights` for the residual terms of a time-dependent problem.
+      unbiased: with :class:`Stochastic` needs, the residual terms are ``mean(r1 * r2)`` over two
+        independent draws (``True``, default: an unbiased loss and gradient) or ``mean(r^2)`` over
+        one (``False``: biased upwards by the estimator's variance). No effect without them.
 
     Attributes:
       term_names: the loss terms, residuals then conditions, fixed at construction.
@@ -120,11 +209,18 @@ class Problem:
         output_transform: Callable[[dict, tf.Tensor], tf.Tensor] | None = None,
         residual_names: Sequence[str] | None = None,
         causal: CausalWeights | None = None,
+        unbiased: bool = True,
     ):
         self.domain, self.residual, self.fields = domain, residual, tuple(fields)
         self.conditions, self.parameters = list(conditions), dict(parameters or {})
-        self.output_transform = output_transform
-        self.needs = names.parse_needs(needs, self.fields, domain.coords)
+        self.output_transform, self.unbiased = output_transform, bool(unbiased)
+        if isinstance(needs, str):
+            raise TypeError(f"Problem: needs must be a tuple of entries, e.g. ({needs!r},), not the string {needs!r}.")
+        self.stochastic = {entry.name: entry for entry in needs if isinstance(entry, Stochastic)}
+        self.needs = names.parse_needs(
+            [entry for entry in needs if not isinstance(entry, Stochastic)], self.fields, domain.coords
+        )
+        self._check_stochastic([entry for entry in needs if isinstance(entry, Stochastic)])
         if residual_names is None:
             residual_names = self._probe_names()
         if isinstance(residual_names, str) or not residual_names or len(set(residual_names)) != len(residual_names):
@@ -170,6 +266,27 @@ class Problem:
                 raise ValueError("Problem: causal weights need a time coordinate; the domain has none.")
         self.causal = causal
 
+    def _check_stochastic(self, entries: list[Stochastic]) -> None:
+        if len(self.stochastic) != len(entries) or set(self.stochastic) & set(self.needs):
+            raise ValueError(
+                f"Problem: Stochastic needs must have distinct names, none equal to another entry of needs; got "
+                f"{[e.name for e in entries]} and {list(self.needs)}."
+            )
+        for entry in entries:
+            if entry.field not in self.fields:
+                raise ValueError(
+                    f"Problem: Stochastic {entry.name!r} is on field {entry.field!r}, which is not one of fields "
+                    f"{self.fields}."
+                )
+            d = len(self.domain.coords)
+            groups = entry.operator.terms(d).indices.shape[0]
+            if entry.sampling == "sparse" and entry.num_samples > groups:
+                raise ValueError(
+                    f"Problem: Stochastic {entry.name!r} samples num_samples={entry.num_samples} groups, but "
+                    f"{entry.operator.name} in d={d} dimensions has only {groups}; use num_samples <= {groups} "
+                    f"(num_samples = {groups} is exact)."
+                )
+
     def _probe_names(self) -> tuple[str, ...]:
         """The residual names from one call of the residual on dummy values: a dict's keys, else ("residual",).
 
@@ -180,7 +297,7 @@ class Problem:
             dummy = tf.fill([2], tf.constant(0.5, dtype))
             try:
                 result = self.residual(
-                    {key: dummy for key in self.needs},
+                    {key: dummy for key in (*self.needs, *self.stochastic)},
                     {name: dummy for name in self.domain.coords},
                     {name: tf.constant(value, dtype) for name, value in self.parameters.items()},
                 )
@@ -193,16 +310,16 @@ class Problem:
 
     def replace(self, **changes: Any) -> Problem:
         """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``)."""
-        unknown = set(changes) - {"causal", "weights", "output_transform"}
+        unknown = set(changes) - {"causal", "weights", "output_transform", "unbiased"}
         if unknown:
             raise ValueError(
-                f"Problem.replace: can change causal, weights and output_transform, not {sorted(unknown)}; "
+                f"Problem.replace: can change causal, weights, output_transform and unbiased, not {sorted(unknown)}; "
                 f"build a new Problem."
             )
         arguments = {
             "domain": self.domain,
             "residual": self.residual,
-            "needs": tuple(self.needs),
+            "needs": (*self.needs, *self.stochastic.values()),
             "conditions": self.conditions,
             "fields": self.fields,
             "parameters": self.parameters,
@@ -210,6 +327,7 @@ class Problem:
             "output_transform": self.output_transform,
             "residual_names": self.residual_names,
             "causal": self.causal,
+            "unbiased": self.unbiased,
         }
         return Problem(**{**arguments, **changes})
 
@@ -222,6 +340,8 @@ class Problem:
                 outputs = self.output_transform(named_columns(x, self.domain.coords), outputs)
             return outputs
 
+        if self.output_transform is None:
+            solution.keras_chain = model  # type: ignore[attr-defined]  # for Stochastic(method="forward")
         return solution
 
     def sample_points(self, interior: int, method: str = "sobol", seed: int = 0) -> dict[str, Any]:
@@ -251,9 +371,21 @@ class Problem:
         columns = {field: i for i, field in enumerate(self.fields)}
         return names.named_partials(solution, x, self.domain.coords, columns, parsed)
 
-    def pde_residuals(self, solution: Callable, x: tf.Tensor, parameters: dict[str, tf.Tensor]) -> list[tf.Tensor]:
-        """The residuals at interior points ``x``, each ``(N,)``, in the order of ``residual_names``."""
-        values = self.named_partials(solution, x, tuple(self.needs))
+    def pde_residuals(
+        self, solution: Callable, x: tf.Tensor, parameters: dict[str, tf.Tensor], seed: Any = None
+    ) -> list[tf.Tensor]:
+        """The residuals at interior points ``x``, each ``(N,)``, in the order of ``residual_names``.
+
+        ``seed`` (an int or int tensor) draws the :class:`Stochastic` needs (entry ``i`` from
+        ``seed * 64 + i``); ``None`` evaluates them exactly (:func:`hodiff.stde.apply`).
+        """
+        return self._residuals(solution, x, parameters, self.named_partials(solution, x, tuple(self.needs)), seed)
+
+    def _residuals(self, solution: Callable, x: tf.Tensor, parameters: dict, partials: dict, seed: Any) -> list:
+        values = dict(partials)
+        for i, (name, entry) in enumerate(self.stochastic.items()):
+            draw = None if seed is None else tf.cast(seed, tf.int64) * 64 + i
+            values[name] = entry.evaluate(solution, x, self.fields.index(entry.field), draw)
         result = self.residual(values, named_columns(x, self.domain.coords), parameters)
         residuals = self._as_list(result)
         checked = []
@@ -303,7 +435,7 @@ class Problem:
         return residual
 
     def loss_terms(
-        self, solution: Callable, points: dict[str, Any], parameters: dict[str, tf.Tensor]
+        self, solution: Callable, points: dict[str, Any], parameters: dict[str, tf.Tensor], seed: Any = 0
     ) -> dict[str, tf.Tensor]:
         """The mean squared residual of every term, keyed by :attr:`term_names`.
 
@@ -311,17 +443,30 @@ class Problem:
           solution: ``solution(x) -> (N, fields)`` (see :meth:`solution`).
           points: as :meth:`sample_points` returns them (arrays, tensors or variables).
           parameters: ``{name: scalar}`` for the unknown parameters.
+          seed: with :class:`Stochastic` needs, an int or int tensor that picks the draw (the
+            trainer passes one per step); two draws ``2 seed`` and ``2 seed + 1`` give
+            ``mean(r1 * r2)`` when ``unbiased`` (see :class:`Stochastic`). Unused otherwise.
 
         Returns:
           ``{name: scalar}``; the residual terms are causally weighted when ``causal`` is set.
         """
         interior = tf.convert_to_tensor(points["interior"])
         if self.causal is not None:
-            mean_square = lambda r: self.causal.weighted_mean(tf.square(r), interior, self.domain)
+            mean_of = lambda squares: self.causal.weighted_mean(squares, interior, self.domain)
         else:
-            mean_square = lambda r: tf.reduce_mean(tf.square(r))
-        residuals = self.pde_residuals(solution, interior, parameters)
-        terms = {name: mean_square(r) for name, r in zip(self.residual_names, residuals)}
+            mean_of = tf.reduce_mean
+        if self.stochastic:
+            seed = tf.cast(seed, tf.int64) * 2
+            partials = self.named_partials(solution, interior, tuple(self.needs))
+            first = self._residuals(solution, interior, parameters, partials, seed)
+            if self.unbiased:
+                second = self._residuals(solution, interior, parameters, partials, seed + 1)
+                squares = [r1 * r2 for r1, r2 in zip(first, second)]
+            else:
+                squares = [tf.square(r) for r in first]
+        else:
+            squares = [tf.square(r) for r in self.pde_residuals(solution, interior, parameters)]
+        terms = {name: mean_of(s) for name, s in zip(self.residual_names, squares)}
         for condition in self.conditions:
             arrays = {key: tf.convert_to_tensor(value) for key, value in points[condition.name].items()}
             terms[condition.name] = tf.reduce_mean(tf.square(self.condition_residual(condition, solution, arrays)))

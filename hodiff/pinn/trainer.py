@@ -269,6 +269,10 @@ class Trainer:
             self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False
         )
         self.adam_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="adam_steps")
+        # The step whose stochastic residual draws the next loss evaluation (Stochastic needs): set to
+        # adam_steps before each chunk and advanced inside the compiled loop, so the draws are a
+        # function of (seed, step) only and a resumed run draws exactly as the uninterrupted one.
+        self._draw_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="draw_step")
         # The guard's terms run without XLA: a compiled loss can drop a NaN term that the graph keeps.
         self._terms = tf.function(self._loss_terms)
         self._weight_targets = tf.function(self._annealing_targets, jit_compile=True)
@@ -371,13 +375,16 @@ class Trainer:
         return sum(float(self.weights[name].numpy()) * value for name, value in terms.items())
 
     def _loss_terms(self) -> dict[str, tf.Tensor]:
-        return self.problem.loss_terms(self.solution, self.points, self.parameters)
+        seed = tf.constant(self.seed, tf.int64) * 1_000_003 + self._draw_step
+        return self.problem.loss_terms(self.solution, self.points, self.parameters, seed)
 
     def _finite_flags(self) -> list[tf.Tensor]:
         return [tf.reduce_all(tf.math.is_finite(v)) for v in self.variables]
 
     def _total_loss(self) -> tf.Tensor:
         terms = self._loss_terms()
+        if self.problem.stochastic:
+            self._draw_step.assign_add(1)
         return tf.add_n([tf.cast(self.weights[name], value.dtype) * value for name, value in terms.items()])
 
     def _guard(self, loss: float, where: str, terms: dict[str, float]) -> None:
@@ -440,6 +447,7 @@ class Trainer:
                 # run resumed from that checkpoint resamples exactly as the uninterrupted one.
                 if self.resampling and done and done % self.resampling.every == 0:
                     self._resample(done, self.resampling)
+                self._draw_step.assign(done)
                 outputs = self.step()
                 done += chunk
                 self.adam_steps.assign(done)
