@@ -154,8 +154,12 @@ def test_a_run_is_never_silently_overwritten(uninterrupted, tmp_path):
 
 
 def fake_trainer():
+    class Domain:
+        time = "t"
+
     class Problem:
         term_names = ["residual"]
+        domain = Domain()
 
     class Trainer:
         problem = Problem()
