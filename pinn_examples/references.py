@@ -107,39 +107,9 @@ def allen_cahn_etdrk4(
     grid = -1.0 + 2.0 * np.arange(modes) / modes
     k = np.pi * np.fft.rfftfreq(modes, d=1.0 / modes)  # wavenumbers for period 2
     linear = -diffusion * k**2 + reaction
-    E, E2 = np.exp(dt * linear), np.exp(dt * linear / 2)
-    roots = np.exp(1j * np.pi * (np.arange(1, 33) - 0.5) / 32)
-    LR = dt * linear[:, None] + roots[None, :]
-    Q = dt * np.real(np.mean((np.exp(LR / 2) - 1) / LR, axis=1))
-    f1 = dt * np.real(np.mean((-4 - LR + np.exp(LR) * (4 - 3 * LR + LR**2)) / LR**3, axis=1))
-    f2 = dt * np.real(np.mean((2 + LR + np.exp(LR) * (-2 + LR)) / LR**3, axis=1))
-    f3 = dt * np.real(np.mean((-4 - 3 * LR - LR**2 + np.exp(LR) * (4 - LR)) / LR**3, axis=1))
     nonlinear = lambda v: -reaction * np.fft.rfft(np.fft.irfft(v, n=modes) ** 3)
-    v = np.fft.rfft(grid**2 * np.cos(np.pi * grid))
-    times = np.asarray(t, float)
-    steps = np.rint(times / dt).astype(int)
-    if np.any(np.abs(steps * dt - times) > 1e-9):
-        raise ValueError("allen_cahn_etdrk4: every output time must be a multiple of dt.")
-    snapshots, step = {}, 0
-    for target in sorted(set(steps)):
-        while step < target:
-            Nv = nonlinear(v)
-            a = E2 * v + Q * Nv
-            Na = nonlinear(a)
-            b = E2 * v + Q * Na
-            Nb = nonlinear(b)
-            c = E2 * a + Q * (2 * Nb - Nv)
-            Nc = nonlinear(c)
-            v = E * v + Nv * f1 + 2 * (Na + Nb) * f2 + Nc * f3
-            step += 1
-        snapshots[target] = v.copy()
-    x = np.asarray(x, float)
-    phases = np.exp(1j * np.outer(x + 1.0, k))  # trigonometric interpolation
-    weights = np.full(len(k), 2.0)
-    weights[0] = 1.0
-    if modes % 2 == 0:
-        weights[-1] = 1.0
-    return np.stack([np.real(phases @ (weights * snapshots[s])) / modes for s in steps], axis=1)
+    initial = np.fft.rfft(grid**2 * np.cos(np.pi * grid))
+    return _etdrk4(initial, linear, nonlinear, k, modes, x, t, dt, "allen_cahn_etdrk4")
 
 
 def kdv_etdrk4(
@@ -162,13 +132,6 @@ def kdv_etdrk4(
     grid = -1.0 + 2.0 * np.arange(modes) / modes
     k = np.pi * np.fft.rfftfreq(modes, d=1.0 / modes)  # wavenumbers for period 2
     linear = 1j * dispersion * k**3  # -dispersion (ik)^3
-    E, E2 = np.exp(dt * linear), np.exp(dt * linear / 2)
-    roots = np.exp(2j * np.pi * (np.arange(1, 65) - 0.5) / 64)
-    LR = dt * linear[:, None] + roots[None, :]
-    Q = dt * np.mean((np.exp(LR / 2) - 1) / LR, axis=1)
-    f1 = dt * np.mean((-4 - LR + np.exp(LR) * (4 - 3 * LR + LR**2)) / LR**3, axis=1)
-    f2 = dt * np.mean((2 + LR + np.exp(LR) * (-2 + LR)) / LR**3, axis=1)
-    f3 = dt * np.mean((-4 - 3 * LR - LR**2 + np.exp(LR) * (4 - LR)) / LR**3, axis=1)
     keep = np.abs(np.fft.rfftfreq(modes, d=1.0 / modes)) < modes / 3  # 2/3 rule
     derivative = -0.5j * k * keep
 
@@ -176,11 +139,40 @@ def kdv_etdrk4(
         u = np.fft.irfft(v * keep, n=modes)
         return derivative * np.fft.rfft(u * u)
 
-    v = np.fft.rfft(np.cos(np.pi * grid))
+    return _etdrk4(np.fft.rfft(np.cos(np.pi * grid)), linear, nonlinear, k, modes, x, t, dt, "kdv_etdrk4")
+
+
+def _etdrk4(initial, linear, nonlinear, k, modes, x, t, dt, caller):
+    """ETDRK4 (Kassam & Trefethen 2005) for v' = linear v + nonlinear(v) in Fourier space, from the
+    ``rfft`` coefficients ``initial``; the solution at the times ``t`` (multiples of ``dt``),
+    interpolated trigonometrically to ``x`` (period 2, grid starting at -1): ``(len(x), len(t))``.
+
+    The phi-functions are contour integrals around each ``dt * linear``: for a real symbol, half
+    a circle of 32 points and the real part (the other half is its conjugate); otherwise the full
+    circle of 64 points.
+    """
+    real = np.isrealobj(linear)
+    roots = (
+        np.exp(1j * np.pi * (np.arange(1, 33) - 0.5) / 32)
+        if real
+        else np.exp(2j * np.pi * (np.arange(1, 65) - 0.5) / 64)
+    )
+    LR = dt * linear[:, None] + roots[None, :]
+    contour = (
+        (lambda values: dt * np.real(np.mean(values, axis=1)))
+        if real
+        else (lambda values: dt * np.mean(values, axis=1))
+    )
+    E, E2 = np.exp(dt * linear), np.exp(dt * linear / 2)
+    Q = contour((np.exp(LR / 2) - 1) / LR)
+    f1 = contour((-4 - LR + np.exp(LR) * (4 - 3 * LR + LR**2)) / LR**3)
+    f2 = contour((2 + LR + np.exp(LR) * (-2 + LR)) / LR**3)
+    f3 = contour((-4 - 3 * LR - LR**2 + np.exp(LR) * (4 - LR)) / LR**3)
+    v = initial
     times = np.asarray(t, float)
     steps = np.rint(times / dt).astype(int)
     if np.any(np.abs(steps * dt - times) > 1e-9):
-        raise ValueError("kdv_etdrk4: every output time must be a multiple of dt.")
+        raise ValueError(f"{caller}: every output time must be a multiple of dt.")
     snapshots, step = {}, 0
     for target in sorted(set(steps)):
         while step < target:
