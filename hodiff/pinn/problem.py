@@ -435,7 +435,12 @@ class Problem:
         return residual
 
     def loss_terms(
-        self, solution: Callable, points: dict[str, Any], parameters: dict[str, tf.Tensor], seed: Any = 0
+        self,
+        solution: Callable,
+        points: dict[str, Any],
+        parameters: dict[str, tf.Tensor],
+        seed: Any = 0,
+        unbiased: bool | None = None,
     ) -> dict[str, tf.Tensor]:
         """The mean squared residual of every term, keyed by :attr:`term_names`.
 
@@ -446,6 +451,8 @@ class Problem:
           seed: with :class:`Stochastic` needs, an int or int tensor that picks the draw (the
             trainer passes one per step); two draws ``2 seed`` and ``2 seed + 1`` give
             ``mean(r1 * r2)`` when ``unbiased`` (see :class:`Stochastic`). Unused otherwise.
+          unbiased: overrides the problem's ``unbiased`` for this call (``None`` keeps it); L-BFGS
+            uses ``False``, since ``mean(r1 * r2)`` of a frozen draw is not bounded below.
 
         Returns:
           ``{name: scalar}``; the residual terms are causally weighted when ``causal`` is set.
@@ -459,7 +466,7 @@ class Problem:
             seed = tf.cast(seed, tf.int64) * 2
             partials = self.named_partials(solution, interior, tuple(self.needs))
             first = self._residuals(solution, interior, parameters, partials, seed)
-            if self.unbiased:
+            if self.unbiased if unbiased is None else unbiased:
                 second = self._residuals(solution, interior, parameters, partials, seed + 1)
                 squares = [r1 * r2 for r1, r2 in zip(first, second)]
             else:

@@ -274,7 +274,10 @@ class Trainer:
         # function of (seed, step) only and a resumed run draws exactly as the uninterrupted one.
         self._draw_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="draw_step")
         # The guard's terms run without XLA: a compiled loss can drop a NaN term that the graph keeps.
-        self._terms = tf.function(self._loss_terms)
+        # Stochastic needs are drawn under XLA by the training step, and XLA's stateless random ops draw
+        # differently from the graph's for the same seed (TF issue #121243): the terms use XLA too then.
+        self._terms = tf.function(self._loss_terms, jit_compile=bool(self.problem.stochastic))
+        self._in_lbfgs = False
         self._weight_targets = tf.function(self._annealing_targets, jit_compile=True)
         self._residual_scores = tf.function(self._resampling_scores, jit_compile=True)
         self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True)
@@ -369,14 +372,16 @@ class Trainer:
         return self._weighted(self._term_values())
 
     def _term_values(self) -> dict[str, float]:
-        return {name: float(value) for name, value in self._terms().items()}
+        return {name: float(value) for name, value in self._terms(self._in_lbfgs).items()}
 
     def _weighted(self, terms: dict[str, float]) -> float:
         return sum(float(self.weights[name].numpy()) * value for name, value in terms.items())
 
-    def _loss_terms(self) -> dict[str, tf.Tensor]:
+    def _loss_terms(self, frozen: bool = False) -> dict[str, tf.Tensor]:
+        """The loss terms at the current draw; ``frozen`` (L-BFGS) squares one draw (see :meth:`lbfgs`)."""
         seed = tf.constant(self.seed, tf.int64) * 1_000_003 + self._draw_step
-        return self.problem.loss_terms(self.solution, self.points, self.parameters, seed)
+        unbiased = False if frozen else None
+        return self.problem.loss_terms(self.solution, self.points, self.parameters, seed, unbiased)
 
     def _finite_flags(self) -> list[tf.Tensor]:
         return [tf.reduce_all(tf.math.is_finite(v)) for v in self.variables]
@@ -385,6 +390,13 @@ class Trainer:
         terms = self._loss_terms()
         if self.problem.stochastic:
             self._draw_step.assign_add(1)
+        return self._weighted_sum(terms)
+
+    def _frozen_loss(self) -> tf.Tensor:
+        """The L-BFGS objective: the stochastic draws held at ``_draw_step``, one draw squared."""
+        return self._weighted_sum(self._loss_terms(frozen=True))
+
+    def _weighted_sum(self, terms: dict[str, tf.Tensor]) -> tf.Tensor:
         return tf.add_n([tf.cast(self.weights[name], value.dtype) * value for name, value in terms.items()])
 
     def _guard(self, loss: float, where: str, terms: dict[str, float]) -> None:
@@ -541,7 +553,9 @@ class Trainer:
         whose L-BFGS phase had finished returns the stored result (``x`` is the current
         weights) and trains nothing; one killed during L-BFGS restarts the phase from the
         checkpoint taken before it, which reproduces the same iterates. The phase counts as
-        done only when it took at least one iteration.
+        done only when it took at least one iteration. A problem with stochastic needs
+        (:class:`~hodiff.pinn.Stochastic`) is minimised over one frozen draw with its residual
+        squared, ``mean(r^2)``; its logged losses are that objective's.
 
         Raises:
           FloatingPointError: a loss term is not finite at the start or the end, naming it.
@@ -554,6 +568,11 @@ class Trainer:
         base = int(self.adam_steps.numpy())
         if self._saved_at != base:
             self._save()
+        # Stochastic needs: one draw (fixed by the step the phase starts at) for the whole phase, since a
+        # quasi-Newton method needs the same objective at every evaluation, squared (mean(r^2)), since
+        # the two-draw mean(r1 * r2) of a frozen draw is not bounded below. Resuming redraws it exactly.
+        self._draw_step.assign(base)
+        self._in_lbfgs = bool(self.problem.stochastic)
         iterations, logged = [0], [None]
 
         def callback(intermediate_result):
@@ -566,7 +585,7 @@ class Trainer:
         self._clock = time.perf_counter()
         try:
             result = minimize_lbfgs(
-                self._total_loss,
+                self._frozen_loss,
                 self.variables,
                 max_iterations,
                 gtol=gtol,
@@ -599,6 +618,7 @@ class Trainer:
             self._save()
         finally:
             self._stop_clock()
+            self._in_lbfgs = False
         for hook in self.callbacks:
             hook.on_phase_end(self, "lbfgs", result)
         return result
