@@ -197,7 +197,11 @@ def number(kind: type, positive: bool = False, maximum: int | None = None) -> Ca
 
 
 def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
-    """The example's command line: ``--preset``, one flag per :class:`Settings` field, output options."""
+    """The example's command line: ``--preset``, one flag per :class:`Settings` field, output options.
+
+    An example whose presets are a subclass of :class:`Settings` gets one flag per field of that class too.
+    """
+    settings_type = type(example.presets["default"])
     parser = argparse.ArgumentParser(prog=f"python -m pinn_examples {example.name}", description=example.description)
     parser.add_argument(
         "--preset",
@@ -205,7 +209,7 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
         default="default",
         help="a named group of settings that the flags below override (default: %(default)s)",
     )
-    for field in dataclasses.fields(Settings):
+    for field in dataclasses.fields(settings_type):
         flag, meta = "--" + field.name.replace("_", "-"), field.metadata
         if isinstance(field.default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=meta["help"])
@@ -248,7 +252,7 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     args = parser.parse_args(argv)
     if args.evaluate is not None and (args.resume or args.overwrite):
         parser.error("--evaluate reads a finished run and trains nothing; leave out --resume and --overwrite")
-    names = [f.name for f in dataclasses.fields(Settings)]
+    names = [f.name for f in dataclasses.fields(settings_type)]
     overrides = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     settings = dataclasses.replace(example.presets[args.preset], **overrides)
     for name in ("adam_steps", "log_every", "checkpoint_every", "resample_every"):
@@ -440,11 +444,12 @@ def _restore(example: Example, prefixes: list[str]) -> tuple[Any, Any, Settings,
     from hodiff.pinn.runlog import read_checkpoint_state
 
     failures = []
-    names = {field.name for field in dataclasses.fields(Settings)}
+    settings_type = type(example.presets["default"])  # the example's Settings class (a subclass may add fields)
+    names = {field.name for field in dataclasses.fields(settings_type)}
     for prefix in prefixes:
         try:
             stored = read_checkpoint_state(prefix).get("settings", {})
-            settings = Settings(**{key: value for key, value in stored.items() if key in names})
+            settings = settings_type(**{key: value for key, value in stored.items() if key in names})
             problem, model = example.build(settings)
             tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
         except Exception as error:  # noqa: BLE001 - an unreadable or mismatched checkpoint: try the previous one
