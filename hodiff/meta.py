@@ -33,17 +33,42 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from hodiff import _validate
+from hodiff.meta_optimizers import (
+    INNER_OPTIMIZERS,
+    InnerAdam,
+    InnerMomentum,
+    InnerOptimizer,
+    InnerSGD,
+    inner_optimizer,
+)
+from hodiff.meta_vectorized import batched_dense_stack
 from hodiff.step import TrainStep, full_precision, unscale
 from hodiff.transforms import GradientTransform
 
-__all__ = ["FunctionalModel", "inner_loop", "MetaLearner", "META_VARIANTS"]
+__all__ = [
+    "FunctionalModel",
+    "inner_loop",
+    "MetaLearner",
+    "MetaEvaluation",
+    "META_VARIANTS",
+    "INNER_OPTIMIZERS",
+    "InnerOptimizer",
+    "InnerSGD",
+    "InnerMomentum",
+    "InnerAdam",
+]
+
+logger = logging.getLogger(__name__)
 
 META_VARIANTS = ("maml", "fomaml", "meta_sgd", "maml++", "anil")
 Loss = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
@@ -151,11 +176,6 @@ def _stateless_function(model: keras.Model, training: bool) -> Callable[[Sequenc
     return function
 
 
-def _check_steps(steps: int, caller: str) -> None:
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise ValueError(f"{caller}: steps must be an int >= 0 (number of inner gradient steps), got {steps!r}.")
-
-
 def inner_loop(
     objective: Callable[[list[tf.Tensor]], tf.Tensor],
     params: Sequence[tf.Tensor],
@@ -165,8 +185,9 @@ def inner_loop(
     adapt: Sequence[bool] | None = None,
     recompute: bool = False,
     loss_scale: Any = None,
+    optimizer: str | InnerOptimizer | None = None,
 ) -> tuple[list[tf.Tensor], tf.Tensor]:
-    """``steps`` steps of gradient descent on one task's objective (its support loss).
+    """``steps`` steps of a differentiable optimiser on one task's objective (its support loss).
 
     Args:
       objective: ``objective(params) -> scalar``, e.g.
@@ -185,10 +206,52 @@ def inner_loop(
         multiplied by this before differentiating and each gradient divided by it in float32
         after, so small inner gradients do not underflow in the float16 backward pass. A
         half-precision objective is cast to float32 either way.
+      optimizer: the inner optimiser: ``"sgd"`` (default), ``"momentum"``, ``"adam"`` or an
+        :class:`InnerOptimizer` such as ``InnerAdam(beta_1=0.5)``; its state (momentum buffer,
+        Adam moments) is differentiated through like the parameters. The update is
+        ``p - learning_rate * direction``.
 
     Returns:
       ``(adapted_params, losses)``: the parameters after the last step and the (unscaled)
       objective before each step, shape ``(steps,)``.
+    """
+    trajectory, losses = _unroll(
+        objective,
+        params,
+        steps,
+        learning_rate,
+        inner_optimizer(optimizer, "inner_loop"),
+        first_order,
+        adapt,
+        recompute,
+        loss_scale,
+        batched=False,
+    )
+    final = trajectory[-1] if trajectory else list(params)
+    return final, tf.stack(losses) if losses else tf.zeros((0,))
+
+
+def _check_steps(steps: int, caller: str) -> None:
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise ValueError(f"{caller}: steps must be an int >= 0 (number of inner gradient steps), got {steps!r}.")
+
+
+def _unroll(
+    objective: Callable[[list[tf.Tensor]], tf.Tensor],
+    params: Sequence[tf.Tensor],
+    steps: int,
+    learning_rate: Any,
+    optimizer: InnerOptimizer,
+    first_order: bool,
+    adapt: Sequence[bool] | None,
+    recompute: bool,
+    loss_scale: Any,
+    batched: bool,
+) -> tuple[list[list[tf.Tensor]], list[tf.Tensor]]:
+    """The parameters after each of ``steps`` inner steps and the objective before each.
+
+    With ``batched=True`` the objective returns one loss per task (parameters with a leading
+    task axis) and each step differentiates their sum, which gives every task its own gradient.
     """
     caller = "inner_loop"
     _check_steps(steps, caller)
@@ -196,38 +259,46 @@ def inner_loop(
     adapt = [True] * len(params) if adapt is None else list(adapt)
     if len(adapt) != len(params):
         raise ValueError(f"{caller}: adapt has {len(adapt)} entries for {len(params)} parameters.")
-    losses = []
+    count = len(params)
+    state = list(optimizer.init(params)) if steps else []
+    trajectory, losses = [], []
     for step in range(steps):
         rate = learning_rate(step) if callable(learning_rate) else learning_rate
-        rates = list(rate) if isinstance(rate, (list, tuple)) else [rate] * len(params)
-        if len(rates) != len(params):
+        rates = list(rate) if isinstance(rate, (list, tuple)) else [rate] * count
+        if len(rates) != count:
             raise ValueError(
-                f"{caller}: got {len(rates)} learning rates for {len(params)} parameters; pass a scalar or one rate "
+                f"{caller}: got {len(rates)} learning rates for {count} parameters; pass a scalar or one rate "
                 "tensor per parameter."
             )
 
-        def one_step(*current, rates=rates):
+        def one_step(*flat, rates=rates, step=step):
+            current, current_state = list(flat[:count]), list(flat[count:])
             with tf.GradientTape() as tape:
                 tape.watch(current)
-                loss = full_precision(objective(list(current)))
-                _validate.check_scalar(loss, f"{caller}: objective")
-                scaled = loss if loss_scale is None else loss * tf.cast(loss_scale, loss.dtype)
-            grads = tape.gradient(scaled, list(current), unconnected_gradients=tf.UnconnectedGradients.ZERO)
+                loss = full_precision(objective(current))
+                if batched:
+                    total = tf.reduce_sum(loss)
+                else:
+                    _validate.check_scalar(loss, f"{caller}: objective")
+                    total = loss
+                scaled = total if loss_scale is None else total * tf.cast(loss_scale, total.dtype)
+            grads = tape.gradient(scaled, current, unconnected_gradients=tf.UnconnectedGradients.ZERO)
             if loss_scale is not None:
                 grads = unscale(grads, loss_scale)
             if first_order:
                 grads = [tf.stop_gradient(g) for g in grads]
+            directions, new_state = optimizer.update(grads, current_state, step)
             updated = [
-                p - _validate.constant(r, p.dtype) * g if keep else p
-                for p, g, r, keep in zip(current, grads, rates, adapt)
+                p - _validate.constant(r, p.dtype) * d if keep else p
+                for p, d, r, keep in zip(current, directions, rates, adapt)
             ]
-            return [loss] + updated
+            return [loss] + updated + list(new_state)
 
-        result = _recomputed(one_step)(*params) if recompute else one_step(*params)
+        result = _recomputed(one_step)(*params, *state) if recompute else one_step(*params, *state)
         losses.append(result[0])
-        params = list(result[1:])
-    stacked = tf.stack(losses) if losses else tf.zeros((0,))
-    return params, stacked
+        params, state = list(result[1 : 1 + count]), list(result[1 + count :])
+        trajectory.append(params)
+    return trajectory, losses
 
 
 def _recomputed(fn: Callable[..., list]) -> Callable[..., list]:
@@ -255,14 +326,42 @@ def _recomputed(fn: Callable[..., list]) -> Callable[..., list]:
     return wrapped
 
 
+@dataclasses.dataclass
+class MetaEvaluation:
+    """What :meth:`MetaLearner.evaluate` measured, task by task.
+
+    Attributes:
+      query_losses: ``(tasks, steps + 1)`` array: the query loss before adaptation and after
+        each inner step.
+      support_losses: ``(tasks, steps + 1)`` array: the support loss at the same points.
+      parameters: the adapted parameters, one tensor per model parameter with a leading task
+        axis (``[p[i] for p in parameters]`` are task ``i``'s, for :meth:`MetaLearner.predict`).
+      diverged: ``(tasks,)`` bool array: a support or query loss or an adapted parameter of the
+        task is not finite (its rows hold inf or NaN).
+    """
+
+    query_losses: np.ndarray
+    support_losses: np.ndarray
+    parameters: list[tf.Tensor]
+    diverged: np.ndarray
+
+    @property
+    def num_diverged(self) -> int:
+        """How many tasks diverged."""
+        return int(self.diverged.sum())
+
+
 class MetaLearner(tf.Module):
     """Meta-trains a Keras model with a MAML-family algorithm in a compiled step.
 
     Args:
       model: a built Keras model (or a :class:`FunctionalModel`).
-      loss_fn: ``loss_fn(prediction, target) -> scalar`` for support and query sets.
+      loss_fn: ``loss_fn(prediction, target) -> scalar`` for support and query sets, a mean
+        over the examples (axis 0) when task batches come with masks.
       task_objective: instead of ``loss_fn``, ``task_objective(model, params, x, y) -> scalar``
-        for tasks whose loss is not a function of predictions alone (a PINN residual).
+        for tasks whose loss is not a function of predictions alone (a PINN residual); with
+        masks it is called with a ``mask=`` keyword too (shape ``(examples,)``, 1 for real
+        examples, 0 for padding) and must weight its terms with it.
       variant: one of ``"maml"``, ``"fomaml"``, ``"meta_sgd"``, ``"maml++"``, ``"anil"``.
       inner_steps: inner gradient steps during meta-training.
       inner_learning_rate: initial inner learning rate (learned for Meta-SGD and MAML++).
@@ -275,13 +374,22 @@ class MetaLearner(tf.Module):
       multi_step_weights: for MAML++, weights of the query loss after each inner step (default
         all on the last).
       recompute: recompute inner steps in the backward pass (``tf.recompute_grad``).
-      jit_compile: compile the meta-step with XLA.
+      jit_compile: compile the meta-step (and :meth:`evaluate`, :meth:`predict`) with XLA.
+      inner_optimizer: ``"sgd"`` (default), ``"momentum"``, ``"adam"`` or an
+        :class:`InnerOptimizer` instance: the differentiable optimiser of the inner steps; the
+        variant's (learned) rates scale its directions.
+      vectorize: adapt all tasks of a batch at once with batched matmuls. ``None`` (default):
+        where the model is a ``keras.Sequential`` of ``Dense`` layers trained with ``loss_fn``
+        (see :func:`hodiff.meta_vectorized.batched_dense_stack`), else the task loop; ``True``:
+        raise if the model is not such a stack; ``False``: always the task loop.
 
     Call :meth:`meta_step` with a task batch ``(support_x, support_y, query_x, query_y)``, each
     with a leading task axis; it returns the mean query loss after adaptation and the mean support
     loss before it. With ``loss_fn`` the inputs go to the model, so their rank must be the model
     input's plus one: for inputs of shape ``(None, 1)``, ``(tasks, examples, 1)``. Predictions
-    and losses of half precision are cast to float32.
+    and losses of half precision are cast to float32. Tasks with different numbers of examples
+    share a batch when padded to a common length, with ``support_mask`` and ``query_mask`` of
+    shape ``(tasks, examples)`` marking the real examples.
     """
 
     def __init__(
@@ -298,27 +406,37 @@ class MetaLearner(tf.Module):
         recompute: bool = False,
         jit_compile: bool = True,
         task_objective: Callable[..., tf.Tensor] | None = None,
+        inner_optimizer: str | InnerOptimizer = "sgd",
+        vectorize: bool | None = None,
     ):
         super().__init__(name="meta_learner")
+        caller = "MetaLearner"
         if variant not in META_VARIANTS:
-            raise ValueError(f"MetaLearner: variant {variant!r} is not one of {META_VARIANTS}.")
-        _check_steps(inner_steps, "MetaLearner")
+            raise ValueError(f"{caller}: variant {variant!r} is not one of {META_VARIANTS}.")
+        _check_steps(inner_steps, caller)
+        if vectorize not in (None, True, False):
+            raise ValueError(f"{caller}: vectorize must be None (automatic), True or False, got {vectorize!r}.")
         self.functional = model if isinstance(model, FunctionalModel) else FunctionalModel(model)
         if (loss_fn is None) == (task_objective is None):
             raise ValueError(
-                "MetaLearner: pass exactly one of loss_fn(prediction, target) (supervised tasks) and "
+                f"{caller}: pass exactly one of loss_fn(prediction, target) (supervised tasks) and "
                 "task_objective(model, params, x, y) (e.g. a PINN residual loss)."
             )
         self.supervised = loss_fn is not None
-        if loss_fn is not None:
-            supervised = loss_fn
-            self.objective = lambda params, x, y: full_precision(
-                supervised(full_precision(self.functional(params, x)), y)
+        self.loss_fn, self.task_objective = loss_fn, task_objective
+        self.objective = self._task_loss
+        self.inner_optimizer = _resolve_optimizer(inner_optimizer, caller)
+        self.variant, self.inner_steps, self.recompute, self.jit_compile = variant, inner_steps, recompute, jit_compile
+        self.batched_function, reason = None, "it is trained with task_objective, not loss_fn"
+        if self.functional.batch_statistics:
+            reason = "it normalises with batch statistics"
+        elif self.supervised and vectorize is not False:
+            self.batched_function, reason = batched_dense_stack(self.functional.model, self.functional.variables)
+        if vectorize and self.batched_function is None:
+            raise ValueError(
+                f"{caller}: vectorize=True needs a keras.Sequential of Dense layers trained with loss_fn, but "
+                f"{reason}. Pass vectorize=None to use the task loop for such models."
             )
-        elif task_objective is not None:
-            objective = task_objective
-            self.objective = lambda params, x, y: full_precision(objective(self.functional, params, x, y))
-        self.variant, self.inner_steps, self.recompute = variant, inner_steps, recompute
         params = self.functional.variables
         self.learned_rates: list[tf.Variable] = []
         if variant == "meta_sgd":
@@ -339,9 +457,7 @@ class MetaLearner(tf.Module):
             else [0.0] * (inner_steps - 1) + [1.0]
         )
         if len(weights) != max(inner_steps, 1):
-            raise ValueError(
-                f"MetaLearner: multi_step_weights has {len(weights)} entries for {inner_steps} inner steps."
-            )
+            raise ValueError(f"{caller}: multi_step_weights has {len(weights)} entries for {inner_steps} inner steps.")
         self.multi_step_weights = list(weights)
         self.step = TrainStep(
             None,
@@ -351,6 +467,12 @@ class MetaLearner(tf.Module):
             jit_compile=jit_compile,
             gradients_fn=self._meta_gradients,
         )
+        self._compiled: dict[Any, Callable] = {}
+
+    @property
+    def vectorized(self) -> bool:
+        """Whether task batches are adapted all at once (batched matmuls) rather than task by task."""
+        return self.batched_function is not None
 
     def rates(self) -> Any:
         """The inner learning rate(s) in the form :func:`inner_loop` takes.
@@ -364,6 +486,70 @@ class MetaLearner(tf.Module):
             return lambda step: [a[min(step, self.inner_steps - 1)] for a in self.learned_rates]
         return self.inner_learning_rate
 
+    # -- losses -------------------------------------------------------------------------------
+
+    def _task_loss(self, params: Sequence[tf.Tensor], x: Any, y: Any, mask: Any = None) -> tf.Tensor:
+        """One task's loss (scalar); ``mask`` ``(examples,)`` weights the examples."""
+        if self.task_objective is not None:
+            extra = {} if mask is None else {"mask": mask}
+            return full_precision(self.task_objective(self.functional, params, x, y, **extra))
+        assert self.loss_fn is not None
+        prediction = full_precision(self.functional(params, x))
+        if mask is None:
+            return full_precision(self.loss_fn(prediction, y))
+        return _masked_mean(self._example_losses(prediction, y), mask)
+
+    def _batched_task_losses(self, params: Sequence[tf.Tensor], x: Any, y: Any, mask: Any = None) -> tf.Tensor:
+        """Every task's loss, shape ``(tasks,)``, for parameters with a leading task axis."""
+        assert self.batched_function is not None and self.loss_fn is not None
+        prediction = full_precision(self.batched_function(params, x))
+        if mask is None:
+            loss_fn = self.loss_fn
+            return tf.vectorized_map(lambda pair: full_precision(loss_fn(pair[0], pair[1])), (prediction, y))
+        shape = tf.shape(prediction)
+        flat = lambda a: tf.reshape(a, tf.concat([[shape[0] * shape[1]], tf.shape(a)[2:]], 0))
+        losses = tf.reshape(self._example_losses(flat(prediction), flat(y)), shape[:2])
+        return _masked_mean(losses, mask)
+
+    def _example_losses(self, prediction: tf.Tensor, target: Any) -> tf.Tensor:
+        """``loss_fn`` on each example as a batch of one, shape ``(examples,)``."""
+        loss_fn = self.loss_fn
+        assert loss_fn is not None
+        losses = tf.vectorized_map(
+            lambda pair: full_precision(loss_fn(pair[0][None], pair[1][None])), (prediction, target)
+        )
+        if losses.shape.rank != 1:
+            raise ValueError(
+                f"MetaLearner: with masks, loss_fn must return a scalar per example (a mean over the examples), "
+                f"but on single examples it returned shape {tuple(losses.shape[1:])}."
+            )
+        return losses
+
+    def _adapted(
+        self, support: Callable, query: Callable, params: Sequence[tf.Tensor], loss_scale: Any, batched: bool
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """Query loss after the inner steps (weighted over steps for MAML++) and the support loss
+        before them; per task with ``batched=True``."""
+        trajectory, support_losses = _unroll(
+            support,
+            params,
+            self.inner_steps,
+            self.rates(),
+            self.inner_optimizer,
+            self.variant == "fomaml",
+            self.adapt,
+            self.recompute,
+            loss_scale,
+            batched,
+        )
+        if not self.inner_steps:
+            final = query(list(params))
+            return final, tf.zeros_like(final)
+        terms = [weight * query(p) for weight, p in zip(self.multi_step_weights, trajectory) if weight]
+        return tf.add_n(terms), support_losses[0]
+
+    # -- adaptation ---------------------------------------------------------------------------
+
     def adapt_parameters(
         self,
         support_x: Any,
@@ -371,57 +557,102 @@ class MetaLearner(tf.Module):
         steps: int | None = None,
         params: Sequence[tf.Tensor] | None = None,
         first_order: bool | None = None,
+        support_mask: Any = None,
     ) -> tuple[list[tf.Tensor], tf.Tensor]:
-        """Adapts to one task; returns the adapted parameters and the support losses."""
+        """Adapts to one task; returns the adapted parameters and the support losses.
+
+        Raises:
+          FloatingPointError: when run eagerly and a support loss or an adapted parameter is not
+            finite (e.g. Meta-SGD's learned rates applied for more steps than trained).
+        """
         steps = self.inner_steps if steps is None else steps
         first_order = self.variant == "fomaml" if first_order is None else first_order
         params = self.functional.parameters() if params is None else params
-        return inner_loop(
-            lambda p: self.objective(p, support_x, support_y),
+        adapted, losses = inner_loop(
+            lambda p: self._task_loss(p, support_x, support_y, support_mask),
             params,
             steps,
             self.rates(),
             first_order,
             self.adapt,
             self.recompute,
+            optimizer=self.inner_optimizer,
         )
+        if tf.executing_eagerly():
+            finite = bool(tf.reduce_all(tf.math.is_finite(losses))) and all(
+                bool(tf.reduce_all(tf.math.is_finite(p))) for p in adapted
+            )
+            if not finite:
+                raise FloatingPointError(
+                    f"MetaLearner.adapt_parameters: adaptation diverged within {steps} inner steps (support losses "
+                    f"{losses.numpy().tolist()}, or a non-finite adapted parameter)"
+                    f"{_divergence_hint(self, steps)}."
+                )
+        return adapted, losses
 
     def adapted_query_loss(
-        self, params: Sequence[tf.Tensor], support_x, support_y, query_x, query_y, loss_scale: Any = None
+        self,
+        params: Sequence[tf.Tensor],
+        support_x,
+        support_y,
+        query_x,
+        query_y,
+        loss_scale: Any = None,
+        support_mask: Any = None,
+        query_mask: Any = None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """Query loss after adapting ``params`` to the support set (weighted over steps for
-        MAML++), and the support loss before adaptation; ``loss_scale`` as in :func:`inner_loop`."""
-        rates, first_order = self.rates(), self.variant == "fomaml"
-        support = lambda p: self.objective(p, support_x, support_y)
-        query, current, support_losses = [], list(params), []
-        for step in range(self.inner_steps):
-            rate = rates(step) if callable(rates) else rates
-            current, losses = inner_loop(support, current, 1, rate, first_order, self.adapt, self.recompute, loss_scale)
-            support_losses.append(losses[0])
-            if self.multi_step_weights[step]:
-                query.append(self.multi_step_weights[step] * self.objective(current, query_x, query_y))
-        if not self.inner_steps:
-            return self.objective(current, query_x, query_y), tf.zeros(())
-        return tf.add_n(query), support_losses[0]
+        MAML++), and the support loss before adaptation; ``loss_scale`` as in :func:`inner_loop`,
+        masks ``(examples,)`` as in :meth:`meta_step`."""
+        return self._adapted(
+            lambda p: self._task_loss(p, support_x, support_y, support_mask),
+            lambda p: self._task_loss(p, query_x, query_y, query_mask),
+            params,
+            loss_scale,
+            batched=False,
+        )
 
-    def _meta_gradients(self, support_x, support_y, query_x, query_y) -> tuple[tf.Tensor, list, dict]:
+    def _broadcast_parameters(self, tasks: tf.Tensor) -> list[tf.Tensor]:
+        """The current parameters repeated along a new leading task axis (differentiable)."""
+        return [tf.broadcast_to(p, tf.concat([[tasks], tf.shape(p)], 0)) for p in self.functional.parameters()]
+
+    # -- meta-training ------------------------------------------------------------------------
+
+    def _meta_gradients(
+        self, support_x, support_y, query_x, query_y, support_mask=None, query_mask=None
+    ) -> tuple[tf.Tensor, list, dict]:
         """Mean query loss over tasks and its gradient w.r.t. the initial parameters (and rates).
 
-        Returns ``(loss, gradients, extras)`` for :class:`hodiff.TrainStep`. Each task's
-        meta-gradient is taken inside the task loop (a fresh tape per task), so the loop itself
-        is never differentiated. With loss scaling the gradients are those of the scaled query
-        loss (``TrainStep`` unscales them) and the inner steps use the same scale.
+        Returns ``(loss, gradients, extras)`` for :class:`hodiff.TrainStep`. Vectorised, all
+        tasks are adapted at once under one tape; otherwise each task's meta-gradient is taken
+        inside the task loop (a fresh tape per task), so the loop itself is never differentiated.
+        With loss scaling the gradients are those of the scaled query loss (``TrainStep``
+        unscales them) and the inner steps use the same scale.
         """
-        self._check_task_batch(support_x, support_y, query_x, query_y)
+        self._check_task_batch(support_x, support_y, query_x, query_y, support_mask, query_mask)
         variables = list(self.functional.variables) + self.learned_rates
         tasks = tf.shape(support_x)[0]
         loss_scale = self.step.loss_scale
+        if self.batched_function is not None:
+            with tf.GradientTape() as tape:
+                query_losses, support_losses = self._adapted(
+                    lambda p: self._batched_task_losses(p, support_x, support_y, support_mask),
+                    lambda p: self._batched_task_losses(p, query_x, query_y, query_mask),
+                    self._broadcast_parameters(tasks),
+                    loss_scale,
+                    batched=True,
+                )
+                loss = tf.reduce_mean(query_losses)
+                scaled = self.step.scale_loss(loss)
+            grads = tape.gradient(scaled, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            return loss, grads, {"support_loss": tf.reduce_mean(support_losses)}
 
         def one_task(index):
+            masks = [None if m is None else m[index] for m in (support_mask, query_mask)]
             with tf.GradientTape() as tape:
                 task = (support_x[index], support_y[index], query_x[index], query_y[index])
                 query_loss, support_loss = self.adapted_query_loss(
-                    self.functional.parameters(), *task, loss_scale=loss_scale
+                    self.functional.parameters(), *task, loss_scale, *masks
                 )
                 scaled = self.step.scale_loss(query_loss)
             grads = tape.gradient(scaled, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
@@ -441,15 +672,184 @@ class MetaLearner(tf.Module):
             {"support_loss": support_total / count},
         )
 
-    def meta_step(self, support_x, support_y, query_x, query_y) -> dict[str, tf.Tensor]:
-        """One outer update on a batch of tasks (leading task axis on every argument)."""
+    def meta_step(
+        self, support_x, support_y, query_x, query_y, support_mask=None, query_mask=None
+    ) -> dict[str, tf.Tensor]:
+        """One outer update on a batch of tasks (leading task axis on every argument).
+
+        ``support_mask`` and ``query_mask``, shape ``(tasks, examples)``, mark the real examples
+        (1) of tasks padded (0) to a common number of examples; a missing one means all real.
+        Each task's loss is then the mean over its real examples, so the meta-gradient is that of
+        the tasks processed one by one without padding.
+        """
         batch = [tf.convert_to_tensor(a) for a in (support_x, support_y, query_x, query_y)]
-        self._check_task_batch(*batch)
-        return self.step(*batch)
+        masks = self._masks(batch, support_mask, query_mask)
+        self._check_task_batch(*batch, *masks)
+        return self.step(*batch, *masks)
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    def evaluate(
+        self,
+        tasks: Sequence[Any],
+        steps: int | None = None,
+        support_mask: Any = None,
+        query_mask: Any = None,
+        on_nonfinite: str = "warn",
+    ) -> MetaEvaluation:
+        """Adapts every task of a batch and scores it after each inner step, compiled and batched.
+
+        Args:
+          tasks: ``(support_x, support_y, query_x, query_y)`` with a leading task axis, as for
+            :meth:`meta_step`.
+          steps: inner steps (default: the training ``inner_steps``). Meta-SGD's and MAML++'s
+            learned rates are applied at every step (MAML++ repeats its last step's rates).
+          support_mask, query_mask: as for :meth:`meta_step`.
+          on_nonfinite: what to do when a task diverges (a non-finite loss or adapted
+            parameter): ``"warn"`` logs a warning, ``"raise"`` raises ``FloatingPointError``,
+            ``"ignore"`` only marks it in :attr:`MetaEvaluation.diverged`.
+
+        Returns:
+          A :class:`MetaEvaluation`: query and support losses before and after each step, the
+          adapted parameters (task axis first) and the diverged tasks.
+        """
+        caller = "MetaLearner.evaluate"
+        if on_nonfinite not in ("warn", "raise", "ignore"):
+            raise ValueError(f"{caller}: on_nonfinite must be 'warn', 'raise' or 'ignore', got {on_nonfinite!r}.")
+        steps = self.inner_steps if steps is None else steps
+        _check_steps(steps, caller)
+        if not isinstance(tasks, (list, tuple)) or len(tasks) != 4:
+            raise ValueError(
+                f"{caller}: tasks must be the four tensors (support_x, support_y, query_x, query_y), each with a "
+                f"leading task axis; got a {type(tasks).__name__}."
+            )
+        batch = [tf.convert_to_tensor(a) for a in tasks]
+        masks = self._masks(batch, support_mask, query_mask)
+        self._check_task_batch(*batch, *masks)
+        key = ("evaluate", steps, bool(masks))
+        if key not in self._compiled:
+            self._compiled[key] = tf.function(
+                lambda *arrays: self._evaluate(steps, *arrays), jit_compile=self.jit_compile, reduce_retracing=True
+            )
+        query, support, parameters, finite = self._compiled[key](*batch, *masks)
+        result = MetaEvaluation(query.numpy(), support.numpy(), list(parameters), ~finite.numpy())
+        if result.num_diverged and on_nonfinite != "ignore":
+            message = (
+                f"{caller}: {result.num_diverged} of {len(result.diverged)} tasks diverged (a non-finite support or "
+                f"query loss or adapted parameter) within {steps} inner steps{_divergence_hint(self, steps)}; "
+                "MetaEvaluation.diverged marks them."
+            )
+            if on_nonfinite == "raise":
+                raise FloatingPointError(message)
+            logger.warning(message)
+        return result
+
+    def _evaluate(self, steps: int, support_x, support_y, query_x, query_y, support_mask=None, query_mask=None):
+        """Per task: query and support losses ``(steps + 1,)``, adapted parameters, finiteness."""
+        dtype = tf.as_dtype(self.functional.variables[0].dtype)
+
+        def scores(support: Callable, query: Callable, params: list, batched: bool):
+            trajectory, support_losses = _unroll(
+                support, params, steps, self.rates(), self.inner_optimizer, True, self.adapt, False, None, batched
+            )
+            states = [params] + trajectory
+            query_losses = tf.stack([tf.cast(query(p), dtype) for p in states], axis=-1)
+            support_losses = [tf.cast(s, dtype) for s in support_losses] + [tf.cast(support(states[-1]), dtype)]
+            return query_losses, tf.stack(support_losses, axis=-1), states[-1]
+
+        if self.batched_function is not None:
+            query, support, final = scores(
+                lambda p: self._batched_task_losses(p, support_x, support_y, support_mask),
+                lambda p: self._batched_task_losses(p, query_x, query_y, query_mask),
+                self._broadcast_parameters(tf.shape(support_x)[0]),
+                batched=True,
+            )
+        else:
+
+            def one_task(index):
+                masks = [None if m is None else m[index] for m in (support_mask, query_mask)]
+                return scores(
+                    lambda p: self._task_loss(p, support_x[index], support_y[index], masks[0]),
+                    lambda p: self._task_loss(p, query_x[index], query_y[index], masks[1]),
+                    self.functional.parameters(),
+                    batched=False,
+                )
+
+            signature = (
+                tf.TensorSpec((steps + 1,), dtype),
+                tf.TensorSpec((steps + 1,), dtype),
+                [tf.TensorSpec(v.shape, v.dtype) for v in self.functional.variables],
+            )
+            query, support, final = tf.map_fn(one_task, tf.range(tf.shape(support_x)[0]), fn_output_signature=signature)
+        finite = tf.reduce_all(tf.math.is_finite(query), -1) & tf.reduce_all(tf.math.is_finite(support), -1)
+        for p in final:
+            finite &= tf.reduce_all(tf.reshape(tf.math.is_finite(p), [tf.shape(p)[0], -1]), -1)
+        return query, support, final, finite
+
+    def predict(self, parameters: Sequence[tf.Tensor], x: Any) -> tf.Tensor:
+        """Predictions of each task's adapted parameters on its own inputs, compiled.
+
+        Args:
+          parameters: one tensor per model parameter with a leading task axis, e.g.
+            :attr:`MetaEvaluation.parameters`.
+          x: inputs with the same leading task axis, ``(tasks, examples, ...)``.
+
+        Returns:
+          ``(tasks, examples, ...)`` predictions.
+        """
+        parameters = [tf.convert_to_tensor(p) for p in parameters]
+        x = tf.convert_to_tensor(x)
+        if len(parameters) != len(self.functional.variables) or any(
+            p.shape.rank is None or p.shape.rank != len(v.shape) + 1 or p.shape[0] != x.shape[0]
+            for p, v in zip(parameters, self.functional.variables)
+        ):
+            raise ValueError(
+                "MetaLearner.predict: parameters need one tensor per model parameter "
+                f"({len(self.functional.variables)}) with a leading task axis of x's length {x.shape[0]}, e.g. "
+                f"MetaEvaluation.parameters; got shapes "
+                f"{[tuple(p.shape) for p in parameters]}."
+            )
+        key = "predict"
+        if key not in self._compiled:
+            self._compiled[key] = tf.function(self._predict, jit_compile=self.jit_compile, reduce_retracing=True)
+        return self._compiled[key](parameters, x)
+
+    def _predict(self, parameters: list[tf.Tensor], x: tf.Tensor) -> tf.Tensor:
+        if self.batched_function is not None:
+            return self.batched_function(parameters, x)
+        return tf.map_fn(
+            lambda pair: self.functional(pair[0], pair[1]),
+            (parameters, x),
+            fn_output_signature=tf.TensorSpec(None, self.functional.variables[0].dtype),
+        )
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def _masks(self, batch: list[tf.Tensor], support_mask: Any, query_mask: Any) -> list[tf.Tensor]:
+        """``[]`` without masks, else both masks as float tensors (a missing one all ones)."""
+        if support_mask is None and query_mask is None:
+            return []
+        if self.functional.batch_statistics:
+            raise ValueError(
+                "MetaLearner: masks cannot be used with batch_statistics=True: the padded examples would enter the "
+                "batch statistics. Meta-train tasks of equal size, or drop the BatchNormalization layers."
+            )
+        dtype = tf.as_dtype(self.functional.variables[0].dtype)
+        masks = []
+        for name, mask, x in (("support_mask", support_mask, batch[0]), ("query_mask", query_mask, batch[2])):
+            if mask is None:
+                mask = tf.ones(tf.shape(x)[:2], dtype)
+            mask = tf.convert_to_tensor(mask)
+            if not (mask.dtype.is_floating or mask.dtype.is_integer or mask.dtype.is_bool):
+                raise TypeError(f"MetaLearner: {name} must hold 0/1 (or booleans), got dtype {mask.dtype.name}.")
+            masks.append(tf.cast(mask, dtype))
+        return masks
 
     def _check_task_batch(self, *arrays: Any) -> None:
         """Clear errors, before anything is compiled, for task batches that would train wrongly."""
         names = ("support_x", "support_y", "query_x", "query_y")
+        masks = [m for m in arrays[4:] if m is not None]
+        arrays = arrays[:4]
         shapes = {name: tuple(a.shape) for name, a in zip(names, arrays)}
         if any(a.shape.rank is None or a.shape.rank < 2 for a in arrays):
             raise ValueError(
@@ -478,3 +878,40 @@ class MetaLearner(tf.Module):
                 "MetaLearner: support_x/support_y or query_x/query_y disagree on the number of examples per task: "
                 f"{shapes}."
             )
+        for name, mask, x in zip(("support_mask", "query_mask"), masks, (arrays[0], arrays[2])):
+            if tuple(mask.shape) != tuple(x.shape[:2]):
+                raise ValueError(
+                    f"MetaLearner: {name} has shape {tuple(mask.shape)} but the task batch has (tasks, examples) = "
+                    f"{tuple(x.shape[:2])}; pass one 0/1 entry per example of each task (1: real, 0: padding)."
+                )
+            values = tf.get_static_value(mask)
+            if values is None:
+                continue
+            if not np.all((values == 0) | (values == 1)):
+                raise ValueError(f"MetaLearner: {name} must hold only 0 (padding) and 1 (real example).")
+            empty = np.flatnonzero(values.sum(axis=1) == 0)
+            if empty.size:
+                raise ValueError(
+                    f"MetaLearner: {name} marks no real example in tasks {empty.tolist()}; every task needs at least "
+                    "one support and one query example."
+                )
+
+
+def _masked_mean(losses: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+    """Mean of ``losses`` over the last axis where ``mask`` is 1 (padding ignored, even if not finite)."""
+    mask = tf.cast(mask, losses.dtype)
+    kept = tf.where(mask > 0, losses, tf.zeros_like(losses))
+    return tf.reduce_sum(kept * mask, -1) / tf.reduce_sum(mask, -1)
+
+
+def _divergence_hint(learner: MetaLearner, steps: int) -> str:
+    if learner.variant in ("meta_sgd", "maml++") and steps > learner.inner_steps:
+        return (
+            f" ({learner.variant}'s learned rates were trained for {learner.inner_steps} inner step(s); applied for "
+            f"more steps they can diverge: adapt with steps <= {learner.inner_steps})"
+        )
+    return " (a smaller inner learning rate or fewer steps keep the adaptation stable)"
+
+
+def _resolve_optimizer(spec: Any, caller: str) -> InnerOptimizer:
+    return inner_optimizer(spec, caller)

@@ -1,0 +1,93 @@
+"""A Keras ``Sequential`` stack of ``Dense`` layers run on parameters with a leading task axis.
+
+:class:`hodiff.meta.MetaLearner` adapts every task of a meta-batch at once when its model is
+such a stack: the parameters get a task axis (kernels ``(tasks, in, out)``, biases
+``(tasks, out)``), each layer is one batched matmul over the tasks, and the inner step
+differentiates the *sum* of the per-task losses, whose gradient with respect to the batched
+parameters is every task's own gradient (the tasks do not interact). Other models keep the
+task loop.
+
+Example:
+  ```python
+  import keras, tensorflow as tf
+  from hodiff.meta_vectorized import batched_dense_stack
+
+  model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)])
+  f, reason = batched_dense_stack(model, model.trainable_variables)
+  params = [tf.stack([v, 2 * v]) for v in model.trainable_variables]  # two tasks
+  x = tf.random.normal((2, 5, 1))
+  assert f(params, x).shape == (2, 5, 1) and reason == ""
+  ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+__all__ = ["batched_dense_stack"]
+
+BatchedFunction = Callable[[Sequence[tf.Tensor], tf.Tensor], tf.Tensor]
+
+
+def batched_dense_stack(model: Any, variables: Sequence[Any]) -> tuple[BatchedFunction | None, str]:
+    """``f(params, x)`` over a leading task axis for a Sequential stack of Dense layers.
+
+    Args:
+      model: a Keras model (anything else is reported as not vectorisable).
+      variables: the model's trainable variables, in the order the parameter lists use.
+
+    Returns:
+      ``(f, "")`` where ``f(params, x)`` takes one tensor per variable with a leading task axis
+      and inputs ``x`` of shape ``(tasks, examples, features)``, returning
+      ``(tasks, examples, outputs)``; or ``(None, reason)`` naming why the model is not such a
+      stack.
+    """
+    if not isinstance(model, keras.Sequential):
+        return None, f"the model is a {type(model).__name__}, not a keras.Sequential of Dense layers"
+    inputs = getattr(model, "inputs", None)
+    if not inputs or len(inputs) != 1 or len(inputs[0].shape) != 2:
+        return None, "the model does not take a single input of shape (None, features)"
+    variables = list(variables)
+    plan = []
+    used: list[int] = []
+    for layer in model.layers:
+        if type(layer) is not keras.layers.Dense:
+            return None, f"layer {layer.name!r} is a {type(layer).__name__}, not a Dense layer"
+        if getattr(layer, "lora_enabled", False) or getattr(layer, "quantization_mode", None):
+            return None, f"Dense layer {layer.name!r} uses LoRA or quantisation"
+        if layer.compute_dtype != layer.variable_dtype:
+            return None, f"Dense layer {layer.name!r} computes in {layer.compute_dtype} (mixed precision)"
+        if not layer.trainable:
+            return None, f"Dense layer {layer.name!r} is frozen (trainable=False)"
+        kernel = _index(variables, layer.kernel)
+        bias = _index(variables, layer.bias) if layer.bias is not None else None
+        if kernel is None or (layer.bias is not None and bias is None):
+            return None, f"the weights of Dense layer {layer.name!r} are not among the meta-learned variables"
+        used += [kernel] + ([] if bias is None else [bias])
+        plan.append((kernel, bias, layer.activation))
+    if sorted(used) != list(range(len(variables))):
+        return None, "the model has trainable variables outside its Dense layers"
+    dtype = variables[0].dtype
+
+    def function(params: Sequence[tf.Tensor], x: tf.Tensor) -> tf.Tensor:
+        h = tf.cast(x, dtype)
+        for kernel, bias, activation in plan:
+            h = tf.matmul(h, params[kernel])
+            if bias is not None:
+                h = h + params[bias][:, None, :]
+            if activation is not None:
+                h = activation(h)
+        return h
+
+    return function, ""
+
+
+def _index(variables: list, variable: Any) -> int | None:
+    for index, candidate in enumerate(variables):
+        if candidate is variable:
+            return index
+    return None
