@@ -4,6 +4,7 @@ networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on dema
 from hodiff.pinn import callbacks, conditions, geometry, names, runlog, saving
 from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
+from hodiff.pinn.deeponet import DeepONet
 from hodiff.pinn.geometry import (
     Ball,
     Box,
@@ -21,6 +22,7 @@ from hodiff.pinn.geometry import (
     TimeDomain,
     Triangle,
 )
+from hodiff.pinn.keras_model import PINNModel, ResamplePoints
 from hodiff.pinn.networks import FourierFeatures, Gate, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.runlog import RunLog, atomic_write, write_json
@@ -36,6 +38,7 @@ __all__ = [
     "CausalWeights",
     "Condition",
     "Data",
+    "DeepONet",
     "Dirichlet",
     "Disk",
     "EarlyStopping",
@@ -50,12 +53,14 @@ __all__ = [
     "Neumann",
     "Parameter",
     "Periodic",
+    "PINNModel",
     "PeriodicEmbedding",
     "PointCloud",
     "Polygon",
     "Problem",
     "Rectangle",
     "ReferenceError",
+    "ResamplePoints",
     "Resampling",
     "Robin",
     "RunLog",
