@@ -5,6 +5,11 @@ its gradient with one XLA-compiled function, and hands them to scipy's L-BFGS-B.
 may be float16, float32 or float64; scipy always works in float64. The variables end at
 scipy's answer and scipy's ``OptimizeResult`` comes back.
 
+Under a ``tf.distribute`` strategy (``strategy=``), ``loss_fn`` is each replica's loss: every
+replica computes it and its gradient on its own device, the values and the flat gradients are
+averaged over the replicas (one all-reduce each), and scipy sees that mean, the same numbers on
+every worker, so all workers take the same iterates.
+
 Example:
   ```python
   import numpy as np
@@ -47,6 +52,7 @@ def minimize_lbfgs(
     loss_scale: float = 1.0,
     jit_compile: bool = True,
     progress: bool = False,
+    strategy: tf.distribute.Strategy | None = None,
 ) -> scipy.optimize.OptimizeResult:
     """Minimises ``loss_fn()`` over ``variables`` with scipy's L-BFGS-B (float64).
 
@@ -55,7 +61,8 @@ def minimize_lbfgs(
     small, which ends physics-informed fits far too early.
 
     Args:
-      loss_fn: ``loss_fn() -> scalar``, using the variables by closure.
+      loss_fn: ``loss_fn() -> scalar``, using the variables by closure; with ``strategy``, the
+        replica's loss, whose mean over the replicas is minimised.
       variables: a Keras model (its trainable variables) or a list of variables.
       max_iterations: scipy's ``maxiter``.
       gtol: stop when the largest gradient entry falls below this.
@@ -68,8 +75,11 @@ def minimize_lbfgs(
       loss_scale: the loss is multiplied by this before differentiating and the gradient
         divided after (mixed precision: float16 gradients then do not underflow); halved
         whenever the scaled gradient overflows. Leave 1 for float32 and float64 models.
-      jit_compile: compile the value-and-gradient with XLA.
+      jit_compile: compile the value-and-gradient with XLA (per replica with ``strategy``; not
+        on several logical CPU devices in one process, where XLA cannot read the replicas' variables).
       progress: show a tqdm progress bar.
+      strategy: a ``tf.distribute`` strategy whose scope created the variables; ``None`` runs
+        on the default device.
 
     Returns:
       scipy's ``OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``message``, ``success``);
@@ -99,9 +109,7 @@ def minimize_lbfgs(
         for v, part, shape in zip(variables, tf.split(flat, sizes), shapes):
             v.assign(tf.cast(tf.reshape(part, shape), v.dtype))
 
-    @tf.function(jit_compile=jit_compile)
-    def value_and_gradient(flat, scale):
-        assign(flat)
+    def local_value_and_gradient(scale):
         with tf.GradientTape() as tape:
             loss = loss_fn()
             scaled = loss * tf.cast(scale, loss.dtype)
@@ -111,6 +119,23 @@ def minimize_lbfgs(
             raise ValueError(f"minimize_lbfgs: the loss does not depend on {missing}; leave them out of variables.")
         gradient = tf.concat([tf.reshape(tf.cast(g, tf.float64), [-1]) for g in grads], 0) / scale
         return tf.cast(loss, tf.float64), gradient
+
+    if strategy is None:
+
+        @tf.function(jit_compile=jit_compile)
+        def value_and_gradient(flat, scale):
+            assign(flat)
+            return local_value_and_gradient(scale)
+
+    else:
+        replica_step = tf.function(local_value_and_gradient, jit_compile=jit_compile and xla_reaches(strategy))
+
+        @tf.function
+        def value_and_gradient(flat, scale):
+            assign(flat)  # cross-replica context: every replica's copy
+            loss, gradient = strategy.run(replica_step, args=(scale,))
+            mean = lambda value: strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
+            return mean(loss), mean(gradient)
 
     scale = [float(loss_scale)]
 
@@ -160,3 +185,11 @@ def minimize_lbfgs(
         result.message,
     )
     return result
+
+
+def xla_reaches(strategy: tf.distribute.Strategy) -> bool:
+    """Whether an XLA-compiled replica function can read the strategy's variables: not with
+    several logical CPU devices in one process (XLA cannot read a variable placed on another
+    CPU device), yes on GPUs and with one device per worker."""
+    devices = strategy.extended.worker_devices
+    return len(devices) == 1 or not any("CPU" in device.upper() for device in devices)

@@ -13,12 +13,20 @@ and writes ``evaluation.npz`` (``points`` and one array per field) beside it.
 
 A reference may hold several fields and NaN at grid points outside the domain; the prediction
 is NaN there too, the error leaves those points out and the plots leave them blank.
+
+``--replicas N`` trains on N replicas of this machine (``tf.distribute.MirroredStrategy``): N
+GPUs, or without GPUs N logical CPU devices (set up before TensorFlow starts its devices; they
+share the machine's cores). ``--multi-worker`` trains on the cluster in ``TF_CONFIG``
+(``MultiWorkerMirroredStrategy``); every worker runs the same command, and workers other than
+the chief (worker 0) write under ``OUTPUT/worker-<index>``. See ``docs/distributed.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -243,6 +251,18 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
         help="with --evaluate: points outside the domain stop with an error, or get NaN with a warning "
         "(default: %(default)s)",
     )
+    parser.add_argument(
+        "--replicas",
+        type=number(int, positive=True),
+        default=1,
+        metavar="N",
+        help="train on N replicas of this machine: N GPUs, or N logical CPU devices sharing the cores (default 1)",
+    )
+    parser.add_argument(
+        "--multi-worker",
+        action="store_true",
+        help="train on the cluster described by the TF_CONFIG environment variable, one process per worker",
+    )
     parser.add_argument("--tensorboard", action="store_true", help="also write TensorBoard logs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.epilog = (
@@ -261,8 +281,57 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
                 f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
                 f"--steps-per-call={settings.steps_per_call}"
             )
+    if args.multi_worker and args.replicas != 1:
+        parser.error("--multi-worker runs one replica per worker (all its GPUs on a GPU machine); leave out --replicas")
     args.output = args.output or os.path.join("results", example.name)
     return args, settings
+
+
+def make_strategy(replicas: int = 1, multi_worker: bool = False) -> Any:
+    """The ``tf.distribute`` strategy for ``--replicas`` / ``--multi-worker``; ``None`` for one replica.
+
+    N logical CPU devices must be configured before TensorFlow initialises its devices (before
+    the first tensor); when they already are (a second run in one process), the existing ones
+    are used if there are enough, else SystemExit says to start a fresh process.
+    """
+    import tensorflow as tf
+
+    if multi_worker:
+        if "TF_CONFIG" not in os.environ:
+            raise SystemExit(
+                "--multi-worker: TF_CONFIG is not set; set it on every worker to "
+                '{"cluster": {"worker": ["host1:port", "host2:port"]}, "task": {"type": "worker", "index": I}}.'
+            )
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if replicas == 1:
+        return None
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        if len(gpus) < replicas:
+            raise SystemExit(f"--replicas {replicas}: this machine has {len(gpus)} GPUs; use --replicas {len(gpus)}.")
+        return tf.distribute.MirroredStrategy([f"/gpu:{i}" for i in range(replicas)])
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * replicas)
+    except RuntimeError:  # TensorFlow's devices are already initialised in this process
+        existing = len(tf.config.list_logical_devices("CPU"))
+        if existing < replicas:
+            raise SystemExit(
+                f"--replicas {replicas}: TensorFlow already started with {existing} CPU devices in this process; "
+                f"run the example in a fresh process."
+            ) from None
+    return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(replicas)])
+
+
+def worker_output(output: str) -> str:
+    """``output`` for the chief of the TF_CONFIG cluster, ``output/<type>-<index>`` for every other task.
+
+    The chief is the ``chief`` task, or worker 0 when the cluster has none.
+    """
+    config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+    kind, index = config.get("task", {}).get("type", "worker"), int(config.get("task", {}).get("index", 0))
+    chief = kind == "chief" or (kind == "worker" and index == 0 and "chief" not in config.get("cluster", {}))
+    return output if chief else os.path.join(output, f"{kind}-{index}")
 
 
 def memory_needed(settings: Settings, dimension: int) -> int:
@@ -320,8 +389,10 @@ def make_trainer(
     overwrite: bool = False,
     tensorboard: bool = False,
     progress: bool = True,
+    strategy: Any = None,
 ):
-    """A :class:`hodiff.pinn.Trainer` for ``settings``, which it stores with its checkpoints."""
+    """A :class:`hodiff.pinn.Trainer` for ``settings``, which it stores with its checkpoints; ``strategy``
+    (from :func:`make_strategy`) must have built the model."""
     from hodiff import pinn
 
     annealing = pinn.AdaptiveWeights(every=10 * settings.steps_per_call) if settings.adaptive_weights else None
@@ -344,6 +415,7 @@ def make_trainer(
         settings=dataclasses.asdict(settings),
         tensorboard=tensorboard,
         progress=progress,
+        strategy=strategy,
     )
 
 
@@ -517,7 +589,11 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     args, settings = parse_args(example, argv)
     if args.evaluate is not None:
         return evaluate(example, args)
-    problem, model = example.build(settings)
+    strategy = make_strategy(args.replicas, args.multi_worker)  # first: before TensorFlow starts its devices
+    if args.multi_worker:
+        args.output = worker_output(args.output)
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():
+        problem, model = example.build(settings)
     _check_memory(settings, len(problem.domain.coords))
     _check_output(args)
     axes, values = example.reference()
@@ -532,7 +608,15 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     logging.getLogger("hodiff").setLevel(logging.INFO)
     try:
         trainer = make_trainer(
-            problem, model, settings, args.output, args.resume, args.overwrite, args.tensorboard, not args.no_progress
+            problem,
+            model,
+            settings,
+            args.output,
+            args.resume,
+            args.overwrite,
+            args.tensorboard,
+            not args.no_progress,
+            strategy,
         )
     except (FileExistsError, FileNotFoundError, ValueError) as error:  # e.g. --resume with other settings
         raise SystemExit(f"{example.name}: {error}") from None
@@ -567,6 +651,7 @@ def run(example: Example, argv: list[str] | None = None) -> int:
         "lbfgs_iterations": int(result.nit) if result is not None else None,
         "lbfgs_message": str(result.message) if result is not None else None,
         "wall_seconds": round(trainer.elapsed_seconds, 1),
+        "replicas": trainer.replicas,
         "final_loss": trainer.final_loss,
         "settings": dataclasses.asdict(settings),
         **extra_metrics,

@@ -26,10 +26,16 @@ Interface (what the command-line runner uses):
   ``.keras`` file, output transform included; :func:`hodiff.pinn.saving.load_solution`).
 - ``optimizer=`` a Keras optimizer for the first phase; ``callbacks=`` objects from
   :mod:`hodiff.pinn.callbacks` (metrics in the history rows, early stopping).
+- ``strategy=`` a ``tf.distribute`` strategy (``MirroredStrategy``,
+  ``MultiWorkerMirroredStrategy``): every point set is split into contiguous shards, one per
+  replica, and each replica's share of a loss term is its shard's mean times its shard's
+  fraction of the points, so the sum over replicas is the mean over all points (exactly, for
+  any split) and the all-reduced gradient is the one-replica gradient. See ``docs/distributed.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -44,7 +50,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from hodiff import _validate
-from hodiff.lbfgs import minimize_lbfgs
+from hodiff.lbfgs import minimize_lbfgs, xla_reaches
 from hodiff.pinn.callbacks import Callback
 from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import CausalWeights, Problem
@@ -113,6 +119,9 @@ class AdamResult:
 
 
 _LBFGS_FIELDS = ("fun", "nit", "nfev", "njev", "status", "success", "message")
+# Added to the stochastic draw's seed per replica id, so replicas draw independent directions
+# (replica 0 draws what one replica draws); far beyond any step count, so no two draws collide.
+_REPLICA_SEED_STRIDE = 2**40
 
 
 def _check_every(value: int, steps_per_call: int, name: str) -> None:
@@ -154,6 +163,13 @@ class Trainer:
         precision model unless it is one. Its class and configuration are settings of the run.
       callbacks: :class:`~hodiff.pinn.callbacks.Callback` objects, called at every history
         row (see :mod:`hodiff.pinn.callbacks`).
+      strategy: a ``tf.distribute`` strategy (``MirroredStrategy``,
+        ``MultiWorkerMirroredStrategy``) whose scope built the model (and any ``optimizer``);
+        the points are split over its replicas and both phases all-reduce the loss and its
+        gradient. The result equals one replica's (for a problem without stochastic needs):
+        loss terms, gradients, history. Stochastic needs are drawn per replica (replica ``r``
+        with a seed offset by ``r * 2**40``), so a run on several replicas draws differently
+        from one on one replica. Causal weights are not supported with a strategy yet.
 
     Example:
       ```python
@@ -193,6 +209,7 @@ class Trainer:
         overwrite: bool = False,
         optimizer: keras.optimizers.Optimizer | None = None,
         callbacks: Sequence[Callback] = (),
+        strategy: tf.distribute.Strategy | None = None,
     ):
         _check_every(log_every, steps_per_call, "log_every")
         _check_every(checkpoint_every, steps_per_call, "checkpoint_every")
@@ -232,6 +249,10 @@ class Trainer:
             raise ValueError(
                 "Trainer: the model has no weights yet; give it a keras.Input(shape=(d,)) or call it once."
             )
+        if strategy is not None:
+            _check_strategy(strategy, problem, model, optimizer)
+        self.strategy: Any = strategy  # None or a strategy; only the replicated paths use it
+        self.replicas = strategy.num_replicas_in_sync if strategy is not None else 1
         self.problem, self.model, self.seed, self.sampling = problem, model, seed, sampling
         self.log_every, self.checkpoint_every, self.progress = log_every, checkpoint_every, progress
         self.adaptive_weights, self.resampling, self.output_dir = adaptive_weights, resampling, output_dir
@@ -239,44 +260,64 @@ class Trainer:
         self.mixed = is_mixed(model)
         self.solution = problem.solution(model)
 
+        scope = lambda: strategy.scope() if strategy is not None else contextlib.nullcontext()
         variable = lambda value, name: tf.Variable(tf.constant(value, self.dtype), name=name)
-        self.parameters = {name: variable(value, name) for name, value in problem.parameters.items()}
         sampled = problem.sample_points(interior, sampling, seed)
-        self.interior = variable(sampled["interior"], "interior")
-        self.condition_arrays = [
-            {key: variable(array, f"{c.name}_{key}") for key, array in sampled[c.name].items()}
-            for c in problem.conditions
-        ]
+        with scope():  # mirrored under a strategy: every replica reads its own copy
+            self.parameters = {name: variable(value, name) for name, value in problem.parameters.items()}
+            self.interior = variable(sampled["interior"], "interior")
+            self.condition_arrays = [
+                {key: variable(array, f"{c.name}_{key}") for key, array in sampled[c.name].items()}
+                for c in problem.conditions
+            ]
         self.points = {
             "interior": self.interior,
             **{c.name: arrays for c, arrays in zip(problem.conditions, self.condition_arrays)},
         }
         # one eager evaluation on a few points: shape errors surface here, not inside XLA
         problem.loss_terms(self.solution, tf.nest.map_structure(lambda v: v[:4], self.points), self.parameters)
-        self.weights = {
-            name: tf.Variable(
-                tf.constant(problem.weights.get(name, 1.0), self.dtype), trainable=False, name=f"weight_{name}"
-            )
-            for name in problem.term_names
-        }
+        with scope():
+            self.weights = {
+                name: tf.Variable(
+                    tf.constant(problem.weights.get(name, 1.0), self.dtype), trainable=False, name=f"weight_{name}"
+                )
+                for name in problem.term_names
+            }
+            first = optimizer if optimizer is not None else keras.optimizers.Adam(learning_rate)
+            self.adam_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="adam_steps")
+            # The step whose stochastic residual draws the next loss evaluation (Stochastic needs): set to
+            # adam_steps before each chunk and advanced inside the compiled loop, so the draws are a
+            # function of (seed, step) only and a resumed run draws exactly as the uninterrupted one.
+            self._draw_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="draw_step")
         self.variables = list(model.trainable_variables) + list(self.parameters.values())
         self.callbacks = callbacks
         self.stop_training = False
-        first = optimizer if optimizer is not None else keras.optimizers.Adam(learning_rate)
         wrap = self.mixed and not isinstance(first, keras.optimizers.LossScaleOptimizer)
         self.optimizer = keras.optimizers.LossScaleOptimizer(first) if wrap else first
-        self.step = TrainStep(
-            self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False
-        )
-        self.adam_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="adam_steps")
-        # The step whose stochastic residual draws the next loss evaluation (Stochastic needs): set to
-        # adam_steps before each chunk and advanced inside the compiled loop, so the draws are a
-        # function of (seed, step) only and a resumed run draws exactly as the uninterrupted one.
-        self._draw_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="draw_step")
-        # The guard's terms run without XLA: a compiled loss can drop a NaN term that the graph keeps.
-        # Stochastic needs are drawn under XLA by the training step, and XLA's stateless random ops draw
-        # differently from the graph's for the same seed (TF issue #121243): the terms use XLA too then.
-        self._terms = tf.function(self._loss_terms, jit_compile=bool(self.problem.stochastic))
+        if strategy is None:
+            self.step = TrainStep(
+                self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False
+            )
+            # The guard's terms run without XLA: a compiled loss can drop a NaN term that the graph keeps.
+            # Stochastic needs are drawn under XLA by the training step, and XLA's stateless random ops draw
+            # differently from the graph's for the same seed (TF issue #121243): the terms use XLA too then.
+            self._terms = tf.function(self._loss_terms, jit_compile=bool(self.problem.stochastic))
+        else:
+            self._shards = self._shard_plan()
+            # The step's batch is the draw number of every step and replica, (steps_per_call, replicas):
+            # each replica gets its column and step i its row, so nothing is assigned inside the replicas.
+            self.step = TrainStep(
+                self._replica_loss,
+                self.variables,
+                self.optimizer,
+                steps_per_call=steps_per_call,
+                per_step_batches=True,
+                strategy=strategy,
+                monitor=False,
+            )
+            jit = bool(self.problem.stochastic) and xla_reaches(strategy)
+            self._replica_terms = tf.function(self._shard_terms, jit_compile=jit)
+            self._terms = tf.function(self._distributed_terms)
         self._in_lbfgs = False
         self._weight_targets = tf.function(self._annealing_targets, jit_compile=True)
         self._residual_scores = tf.function(self._resampling_scores, jit_compile=True)
@@ -396,6 +437,70 @@ class Trainer:
         """The L-BFGS objective: the stochastic draws held at ``_draw_step``, one draw squared."""
         return self._weighted_sum(self._loss_terms(frozen=True))
 
+    # ----------------------------------------------------------------------------- replicas
+    def _shard_plan(self) -> dict[str, list[tuple[int, int, float]]]:
+        """Per point set (``"interior"`` and each condition), per replica: ``(start, stop, fraction)``.
+
+        Contiguous shards whose sizes differ by at most one; ``fraction`` is the shard's share of
+        the set's points, the factor that turns the shard's mean into its part of the global mean.
+        """
+        sizes = {"interior": int(self.interior.shape[0])}
+        for condition, arrays in zip(self.problem.conditions, self.condition_arrays):
+            lengths = {int(v.shape[0]) for v in arrays.values()}
+            if len(lengths) != 1:
+                raise ValueError(
+                    f"Trainer: condition {condition.name!r} has arrays of different lengths {sorted(lengths)}; a "
+                    f"strategy splits a condition's arrays row by row, so they must have one row per point."
+                )
+            sizes[condition.name] = lengths.pop()
+        plan = {}
+        for name, size in sizes.items():
+            if size < self.replicas:
+                raise ValueError(
+                    f"Trainer: the point set {name!r} has {size} points, fewer than the strategy's {self.replicas} "
+                    f"replicas; give every point set at least one point per replica."
+                )
+            bounds = [size * r // self.replicas for r in range(self.replicas + 1)]
+            plan[name] = [(start, stop, (stop - start) / size) for start, stop in zip(bounds[:-1], bounds[1:])]
+        return plan
+
+    def _replica_id(self) -> int:
+        context = tf.distribute.get_replica_context()
+        replica = tf.get_static_value(context.replica_id_in_sync_group) if context is not None else None
+        if replica is None:
+            raise RuntimeError("Trainer: a replica's loss was evaluated outside strategy.run (no static replica id).")
+        return int(replica)
+
+    def _shard_terms(self, draw: tf.Tensor, frozen: bool = False) -> dict[str, tf.Tensor]:
+        """This replica's part of every loss term: its shard's mean times the shard's fraction.
+
+        Summed over the replicas, the parts are the means over all points (what one replica computes).
+        """
+        replica = self._replica_id()
+        part = lambda name, v: v[self._shards[name][replica][0] : self._shards[name][replica][1]]
+        points = {"interior": part("interior", self.interior)}
+        for condition, arrays in zip(self.problem.conditions, self.condition_arrays):
+            points[condition.name] = {key: part(condition.name, v) for key, v in arrays.items()}
+        seed = tf.constant(self.seed, tf.int64) * 1_000_003 + tf.cast(draw, tf.int64) + replica * _REPLICA_SEED_STRIDE
+        unbiased = False if frozen else None
+        terms = self.problem.loss_terms(self.solution, points, self.parameters, seed, unbiased)
+        fractions = {name: self._shards["interior"][replica][2] for name in self.problem.residual_names}
+        fractions.update({c.name: self._shards[c.name][replica][2] for c in self.problem.conditions})
+        return {name: value * tf.constant(fractions[name], value.dtype) for name, value in terms.items()}
+
+    def _replica_loss(self, draw: tf.Tensor) -> tf.Tensor:
+        """A replica's Adam loss; its mean over the replicas (TrainStep's all-reduce) is the weighted loss."""
+        return self.replicas * self._weighted_sum(self._shard_terms(draw[0]))
+
+    def _replica_frozen_loss(self) -> tf.Tensor:
+        """A replica's L-BFGS loss (draws held at ``_draw_step``); minimize_lbfgs averages it over replicas."""
+        return self.replicas * self._weighted_sum(self._shard_terms(self._draw_step, frozen=True))
+
+    def _distributed_terms(self, frozen: bool = False) -> dict[str, tf.Tensor]:
+        """The loss terms over all points: every replica's part, summed over the replicas."""
+        parts = self.strategy.run(self._replica_terms, args=(tf.convert_to_tensor(self._draw_step), frozen))
+        return {name: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for name, v in parts.items()}
+
     def _weighted_sum(self, terms: dict[str, tf.Tensor]) -> tf.Tensor:
         return tf.add_n([tf.cast(self.weights[name], value.dtype) * value for name, value in terms.items()])
 
@@ -460,7 +565,12 @@ class Trainer:
                 if self.resampling and done and done % self.resampling.every == 0:
                     self._resample(done, self.resampling)
                 self._draw_step.assign(done)
-                outputs = self.step()
+                if self.strategy is None:
+                    outputs = self.step()
+                else:
+                    draws = np.arange(done, done + chunk, dtype=np.int64)[:, None].repeat(self.replicas, 1)
+                    outputs = self.step(draws)
+                    self._draw_step.assign(done + chunk)  # as the one-device loop leaves it
                 done += chunk
                 self.adam_steps.assign(done)
                 terms = self._term_values()
@@ -585,7 +695,7 @@ class Trainer:
         self._clock = time.perf_counter()
         try:
             result = minimize_lbfgs(
-                self._frozen_loss,
+                self._frozen_loss if self.strategy is None else self._replica_frozen_loss,
                 self.variables,
                 max_iterations,
                 gtol=gtol,
@@ -594,6 +704,7 @@ class Trainer:
                 callback=callback,
                 loss_scale=loss_scale,
                 progress=self.progress,
+                strategy=self.strategy,
             )
             terms = self._term_values()
             self._guard(float(result.fun), f"the end of L-BFGS ({result.message})", terms)
@@ -688,6 +799,35 @@ class Trainer:
 
     def parameter_values(self) -> dict[str, float]:
         return {name: float(value.numpy()) for name, value in self.parameters.items()}
+
+
+def _check_strategy(strategy: Any, problem: Problem, model: keras.Model, optimizer: Any) -> None:
+    """Raises unless ``strategy`` is a tf.distribute strategy that built the model (and optimizer)."""
+    if not isinstance(strategy, tf.distribute.Strategy):
+        raise TypeError(
+            f"Trainer: strategy must be a tf.distribute strategy (e.g. tf.distribute.MirroredStrategy()), got "
+            f"{type(strategy).__name__}."
+        )
+    if problem.causal is not None:
+        raise ValueError(
+            "Trainer: causal weights need the residuals of all points at once (per time slice), which a strategy "
+            "splits over replicas; train a causal problem without strategy=."
+        )
+    outside = [v.name for v in model.weights if not strategy.extended.variable_created_in_scope(_tf_variable(v))]
+    if outside:
+        raise ValueError(
+            f"Trainer: the model's weights {outside[:3]} were not created under strategy.scope(); build the model "
+            f"(and any optimizer) inside `with strategy.scope():`."
+        )
+    if optimizer is not None and not strategy.extended.variable_created_in_scope(_tf_variable(optimizer.iterations)):
+        raise ValueError(
+            "Trainer: the optimizer was not created under strategy.scope(); create it inside `with strategy.scope():`."
+        )
+
+
+def _tf_variable(variable: Any) -> Any:
+    """The tf.Variable behind a Keras variable (the variable itself otherwise)."""
+    return getattr(variable, "value", variable)
 
 
 def relative_l2_error(prediction: Any, reference: Any) -> float:
