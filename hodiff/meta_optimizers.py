@@ -87,9 +87,9 @@ class InnerMomentum(InnerOptimizer):
         return [tf.zeros_like(p) for p in params]
 
     def update(self, grads, state, step):
-        buffers = [tf.cast(self.momentum, g.dtype) * b + g for g, b in zip(grads, state)]
+        buffers = [tf.constant(self.momentum, g.dtype) * b + g for g, b in zip(grads, state)]
         if self.nesterov:
-            return [g + tf.cast(self.momentum, g.dtype) * b for g, b in zip(grads, buffers)], buffers
+            return [g + tf.constant(self.momentum, g.dtype) * b for g, b in zip(grads, buffers)], buffers
         return buffers, buffers
 
     def __repr__(self) -> str:
@@ -130,7 +130,7 @@ class InnerAdam(InnerOptimizer):
         correction_1, correction_2 = 1.0 - self.beta_1 ** (step + 1), 1.0 - self.beta_2 ** (step + 1)
         directions, new_first, new_second = [], [], []
         for g, m, v in zip(grads, first, second):
-            cast = lambda value, dtype=g.dtype: tf.cast(value, dtype)
+            cast = lambda value, dtype=g.dtype: tf.constant(value, dtype)  # not via float32
             m = cast(self.beta_1) * m + cast(1.0 - self.beta_1) * g
             v = cast(self.beta_2) * v + cast(1.0 - self.beta_2) * tf.square(g)
             directions.append((m / cast(correction_1)) / (_safe_sqrt(v / cast(correction_2)) + cast(self.epsilon)))
