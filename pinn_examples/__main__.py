@@ -18,6 +18,10 @@ EXAMPLES = {
         "pinn_examples.laplace_holes",
         "Laplace on a square with four holes (CSG, hard conditions by distance functions) against finite differences",
     ),
+    "highdim": (
+        "pinn_examples.highdim",
+        "Poisson / Allen-Cahn / Sine-Gordon in the unit ball of R^D (D = 1000 and up), stochastic Taylor Laplacian",
+    ),
     "kdv": ("pinn_examples.kdv", "Korteweg-de Vries solitons, periodic, against a pseudo-spectral ETDRK4 solution"),
     "kovasznay": (
         "pinn_examples.kovasznay",
