@@ -14,13 +14,13 @@ EXAMPLES = {
     ),
     "heat": ("pinn_examples.heat", "heat equation against the exact solution"),
     "helmholtz": ("pinn_examples.helmholtz", "Helmholtz with adaptive loss weights against the exact solution"),
-    "laplace_holes": (
-        "pinn_examples.laplace_holes",
-        "Laplace on a square with four holes (CSG, hard conditions by distance functions) against finite differences",
-    ),
     "highdim": (
         "pinn_examples.highdim",
         "Poisson / Allen-Cahn / Sine-Gordon in the unit ball of R^D (D = 1000 and up), stochastic Taylor Laplacian",
+    ),
+    "laplace_holes": (
+        "pinn_examples.laplace_holes",
+        "Laplace on a square with four holes (CSG, hard conditions by distance functions) against finite differences",
     ),
     "kdv": ("pinn_examples.kdv", "Korteweg-de Vries solitons, periodic, against a pseudo-spectral ETDRK4 solution"),
     "kovasznay": (
