@@ -12,6 +12,10 @@ EXAMPLES = {
         "pinn_examples.circle",
         "training loop with clipping, accumulation and non-finite skipping on a circle dataset",
     ),
+    "deeponet": (
+        "pinn_examples.deeponet",
+        "physics-informed DeepONet: solution operator of a diffusion-reaction equation, no solution data",
+    ),
     "heat": ("pinn_examples.heat", "heat equation against the exact solution"),
     "helmholtz": ("pinn_examples.helmholtz", "Helmholtz with adaptive loss weights against the exact solution"),
     "highdim": (

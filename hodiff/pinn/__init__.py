@@ -4,6 +4,7 @@ networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on dema
 from hodiff.pinn import callbacks, conditions, geometry, names, runlog, saving
 from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
+from hodiff.pinn.deeponet import DeepONet
 from hodiff.pinn.geometry import (
     Ball,
     Box,
@@ -37,6 +38,7 @@ __all__ = [
     "CausalWeights",
     "Condition",
     "Data",
+    "DeepONet",
     "Dirichlet",
     "Disk",
     "EarlyStopping",
