@@ -83,3 +83,45 @@ def test_skip_connection_is_rejected():
 def test_plain_function_is_rejected_for_forward():
     with pytest.raises(ValueError, match="keras.Sequential"):
         hodiff.laplacian(lambda x: tf.reduce_sum(x**2, axis=1), method="forward")(points(2, 2))
+
+
+def test_laplacian_of_a_wide_input_matches_nested(run):
+    """d > width: the first layer's tangents stay (d, k) until the first activation."""
+    model = make_mlp(12, 1, width=5, depth=3, activation="sigmoid")
+    x = points(4, 12)
+    np.testing.assert_allclose(
+        run(hodiff.laplacian(model, method="forward"), x), hodiff.laplacian(model)(x), rtol=1e-10, atol=1e-12
+    )
+
+
+def test_rescaling_layer_is_propagated(run):
+    from hodiff.pinn import Interval, TimeDomain, mlp
+
+    model = mlp(Interval("x", -2.0, 3.0) * TimeDomain("t", 0.0, 0.5), outputs=2, width=6, depth=2)
+    x = points(5, 2)
+    for k in range(2):
+        nested = hodiff.laplacian(lambda x, k=k: model(x)[:, k])(x)
+        np.testing.assert_allclose(run(lambda x: forward_jet(model, x).laplacian, x)[:, k], nested, rtol=1e-10)
+
+
+def test_forward_partials_match_nested_partials(run):
+    from hodiff.taylor import forward_partials
+
+    model = make_mlp(3, 2, width=8, depth=3)
+    x = points(6, 3)
+    value, firsts, seconds = run(lambda x: forward_partials(model, x, first=(0, 2), second=(1, 2)), x)
+    assert sorted(firsts) == [0, 2] and sorted(seconds) == [1, 2]
+    np.testing.assert_allclose(value, model(x), rtol=1e-12)
+    for k in range(2):
+        nested = hodiff.partials(lambda x, k=k: model(x)[:, k], x, ("a", "b", "c"), ("a", "c", "bb", "cc"))
+        np.testing.assert_allclose(firsts[0][:, k], nested["a"], rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(firsts[2][:, k], nested["c"], rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(seconds[1][:, k], nested["bb"], rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(seconds[2][:, k], nested["cc"], rtol=1e-10, atol=1e-13)
+
+
+def test_forward_partials_reject_a_coordinate_out_of_range():
+    from hodiff.taylor import forward_partials
+
+    with pytest.raises(ValueError, match="second=\\(2,\\)"):
+        forward_partials(make_mlp(2), points(3, 2), second=(2,))
