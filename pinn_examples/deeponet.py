@@ -46,7 +46,7 @@ RUN_FILES = (*RESULT_FILES, "checkpoints")
 class Settings:
     """Training settings; every field is also a flag (``--steps 2000``)."""
 
-    steps: int = 40000
+    steps: int = 20000
     functions: int = 100
     points: int = 1000
     learning_rate: float = 1e-3
