@@ -6,6 +6,8 @@ u = k x (1 - x) / 2 for k = 2; k starts at 1 and is learned. float64 throughout,
 """
 
 import csv
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -211,3 +213,41 @@ def test_bad_arguments_are_named():
         pinn.PINNModel(PROBLEM, keras.Sequential([keras.layers.Dense(1)]))
     with pytest.raises(TypeError, match="hodiff.pinn.Problem"):
         pinn.PINNModel("burgers", pinn.mlp(DOMAIN, width=4, depth=1))
+
+
+CLIPPING_REPLICAS = """
+import contextlib
+import keras, numpy as np, tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from hodiff import TrainStep, transforms
+
+x, y = np.array([[20.0, 0.0], [0.0, 20.0]], "float32"), np.zeros((2, 1), "float32")  # loss -mean(w . x)
+
+def keras_fit(strategy):
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+        model.compile(optimizer=keras.optimizers.SGD(1.0, global_clipnorm=1.0), loss=lambda y, p: -keras.ops.mean(p))
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0, shuffle=False)
+    return model.get_weights()[0].ravel()
+
+def hodiff_step(strategy):
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        w, optimizer = tf.Variable(tf.zeros((2,))), keras.optimizers.SGD(1.0)
+    loss = lambda x: -tf.reduce_mean(tf.linalg.matvec(x, w))
+    TrainStep(loss, [w], optimizer, transform=transforms.clip_by_global_norm(1.0), strategy=strategy, monitor=False)(x)
+    return w.numpy()
+
+two = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+np.testing.assert_allclose(keras_fit(tf.distribute.OneDeviceStrategy("/cpu:0")), [0.5**0.5] * 2, rtol=1e-6)
+np.testing.assert_allclose(keras_fit(two), [1.0, 1.0], rtol=1e-6)  # each replica clipped before the sum
+np.testing.assert_allclose(hodiff_step(None), [0.5**0.5] * 2, rtol=1e-6)
+np.testing.assert_allclose(hodiff_step(two), [0.5**0.5] * 2, rtol=1e-6)  # the mean clipped once
+"""
+
+
+def test_keras_clips_per_replica_hodiff_after_the_mean():
+    """docs/keras.md's claim: under MirroredStrategy Keras 3 clips each replica's gradient
+    (global_clipnorm) before the all-reduce; hodiff.TrainStep clips the mean over replicas."""
+    process = subprocess.run([sys.executable, "-c", CLIPPING_REPLICAS], capture_output=True, text=True, timeout=240)
+    assert process.returncode == 0, (process.stdout + process.stderr)[-3000:]
