@@ -102,3 +102,80 @@ def test_a_spatial_field_can_be_drawn_x_across_and_y_up_to_scale(tmp_path, monke
     assert (drawn[1].axes[0].get_xlabel(), drawn[1].axes[0].get_ylabel()) == ("t", "x")
     with pytest.raises(ValueError, match="vertical='z' is not one of the axes 'x', 'y'"):
         plotting.plot_field({"x": x, "y": y}, u, u, tmp_path / "h.png", vertical="z")
+
+
+def _drawn_figures(monkeypatch):
+    from matplotlib.figure import Figure
+
+    drawn = []
+    original = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *a, **k: (drawn.append(figure), original(figure, *a, **k)))
+    return drawn
+
+
+def test_a_one_dimensional_problem_is_drawn_as_curves_one_row_per_field(tmp_path, monkeypatch):
+    import numpy as np
+
+    from hodiff.pinn import plotting
+
+    drawn = _drawn_figures(monkeypatch)
+    x = np.linspace(0, 1, 11)
+    u, v = np.sin(np.pi * x), x**2
+    plotting.plot_field({"x": x}, {"u": u + 0.01, "v": v}, {"u": u}, tmp_path / "f.png", "1-D")
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    curves, errors, v_curves, v_errors = drawn[0].axes
+    assert curves.get_title() == "u: PINN prediction and reference" and errors.get_title() == "u: absolute error"
+    (predicted, reference), (error,) = curves.get_lines(), errors.get_lines()
+    np.testing.assert_allclose(predicted.get_ydata(), u + 0.01)
+    np.testing.assert_allclose(reference.get_ydata(), u)
+    np.testing.assert_allclose(error.get_ydata(), 0.01, rtol=1e-9)
+    assert v_curves.get_title() == "v: PINN prediction" and not v_errors.axison, "v has no reference"
+    plotting.plot_field({"x": x}, u, None, tmp_path / "g.png")  # one unnamed field, no reference
+    assert [line.get_label() for line in drawn[1].axes[0].get_lines()] == ["PINN prediction"]
+    with pytest.raises(ValueError, match="slices need a 2-D grid"):
+        plotting.plot_field({"x": x}, u, u, tmp_path / "h.png", slices={"x": [0.5]})
+
+
+def test_time_slices_show_the_columns_nearest_the_times_asked_for(tmp_path, monkeypatch):
+    import numpy as np
+
+    from hodiff.pinn import plotting
+
+    drawn = _drawn_figures(monkeypatch)
+    x, t = np.linspace(-1, 1, 9), np.linspace(0, 1, 11)
+    u = np.sin(np.pi * x)[:, None] * np.exp(-t)[None, :]  # indexed [x, t]
+    plotting.plot_field({"x": x, "t": t}, {"u": u, "v": 2 * u}, {"u": u}, tmp_path / "f.png", slices={"t": [0.52, 1.0]})
+    titled = [axis for axis in drawn[0].axes if axis.get_title()]
+    slice_panels = [axis for axis in titled if " = " in axis.get_title()]
+    assert [axis.get_title() for axis in slice_panels] == ["u: t = 0.5", "u: t = 1", "v: t = 0.5", "v: t = 1"]
+    predicted, reference = slice_panels[0].get_lines()
+    np.testing.assert_allclose(predicted.get_xdata(), x)
+    np.testing.assert_allclose(predicted.get_ydata(), u[:, 5])  # t = 0.5, the grid value nearest 0.52
+    np.testing.assert_allclose(reference.get_ydata(), u[:, 5])
+    assert len(slice_panels[3].get_lines()) == 1, "v has no reference: its prediction only"
+    plotting.plot_field({"x": x, "t": t}, u, u, tmp_path / "g.png", slices={"x": [0.0]})  # u(t) at x = 0
+    (cut,) = [axis for axis in drawn[1].axes if axis.get_title() == "x = 0"]
+    np.testing.assert_allclose(cut.get_lines()[0].get_ydata(), u[4, :])
+    with pytest.raises(ValueError, match="slices name 'y'"):
+        plotting.plot_field({"x": x, "t": t}, u, u, tmp_path / "h.png", slices={"y": [0.0]})
+
+
+def test_the_lbfgs_marker_sits_where_lbfgs_starts(tmp_path, monkeypatch):
+    from hodiff.pinn import plotting
+
+    drawn = _drawn_figures(monkeypatch)
+    row = lambda phase, step: {"phase": phase, "step": step, "loss": 1.0 / step, "r": 1.0 / step}  # noqa: E731
+    adam_then_lbfgs = [row("adam", 100), row("adam", 200), row("lbfgs", 250), row("lbfgs", 300)]
+
+    def marker(figure):
+        lines = [line for line in figure.axes[0].get_lines() if line.get_label() == "L-BFGS from here"]
+        return [float(line.get_xdata()[0]) for line in lines]
+
+    plotting.plot_history(adam_then_lbfgs, tmp_path / "h.png", ["r"])
+    assert marker(drawn[0]) == [200.0], "at the last Adam step, not at the first L-BFGS row (250)"
+    plotting.plot_history(adam_then_lbfgs, tmp_path / "h.png", ["r"], lbfgs_start=230)
+    assert marker(drawn[1]) == [230.0]
+    plotting.plot_history([row("lbfgs", 50), row("lbfgs", 100)], tmp_path / "h.png", ["r"])
+    assert marker(drawn[2]) == [0.0], "L-BFGS alone starts at 0"
+    plotting.plot_history(adam_then_lbfgs[:2], tmp_path / "h.png", ["r"])
+    assert marker(drawn[3]) == []
