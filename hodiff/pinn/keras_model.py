@@ -256,7 +256,8 @@ class PINNModel(keras.Model):
         """Trains for ``epochs`` epochs of ``steps_per_epoch`` steps on the problem's points.
 
         Args:
-          x, y: must be ``None``: the model trains on its own points.
+          x: must be ``None``: the model trains on its own points.
+          y: must be ``None``, as ``x``.
           epochs: the epoch to stop at (as in Keras: with ``initial_epoch`` or a restored
             ``BackupAndRestore`` backup, training continues up to this epoch).
           steps_per_epoch: optimizer steps per epoch (callbacks and logs come once per epoch).
