@@ -7,6 +7,7 @@ import sys
 SUITES = {
     "control": "benchmarks.control",
     "derivatives": "benchmarks.derivatives",
+    "highdim": "benchmarks.highdim",
     "meta": "benchmarks.meta",
     "pinn": "benchmarks.pinn",
 }
