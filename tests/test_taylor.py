@@ -125,3 +125,26 @@ def test_forward_partials_reject_a_coordinate_out_of_range():
 
     with pytest.raises(ValueError, match="second=\\(2,\\)"):
         forward_partials(make_mlp(2), points(3, 2), second=(2,))
+
+
+def test_problem_partials_by_one_forward_pass_match_nested_tapes(run):
+    """Problem.named_partials takes the forward pass for a Keras chain; same values as the tapes."""
+    from hodiff import pinn
+
+    problem = pinn.Problem(
+        pinn.Interval("x", -1.0, 2.0) * pinn.TimeDomain("t", 0.0, 1.0),
+        needs=("u", "u_t", "u_x", "u_xx", "v_tt"),
+        residual=lambda d, x, p: (d["u_t"] + d["u"] * d["u_x"] - d["u_xx"], d["v_tt"]),
+        fields=("u", "v"),
+        residual_names=("u_eq", "v_eq"),
+    )
+    solution = problem.solution(pinn.mlp(problem.domain, outputs=2, width=6, depth=2))
+    x = points(7, 2)
+    assert problem._forward_ready(solution.keras_chain, {"u_xx": ("u", ("x", "x"))})  # the forward path is taken
+    assert not problem._forward_ready(solution.keras_chain, {"u_xt": ("u", ("x", "t"))})  # mixed: nested tapes
+    forward = run(lambda x: problem.named_partials(solution, x, problem.needs), x)
+    problem.partials_method = "nested"
+    nested = problem.named_partials(solution, x, problem.needs)
+    assert set(forward) == set(nested) == {"u", "u_t", "u_x", "u_xx", "v_tt"}
+    for key in nested:
+        np.testing.assert_allclose(forward[key], nested[key], rtol=1e-10, atol=1e-13, err_msg=key)

@@ -27,7 +27,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from hodiff import _validate, stde
+from hodiff import _validate, stde, taylor
 from hodiff.pinn import names
 from hodiff.pinn.conditions import Condition, named_columns
 from hodiff.pinn.geometry import Box
@@ -354,10 +354,22 @@ class Problem:
             points[condition.name] = condition.sample(self.domain, method, seed + 1 + i)
         return points
 
+    #: How :meth:`named_partials` differentiates: ``"auto"`` (default) propagates one Taylor-mode
+    #: pass (:func:`hodiff.taylor.forward_partials`) when the solution is a supported Keras chain
+    #: (no output transform) and every need is a value, a first or a pure second partial, and
+    #: uses nested tapes otherwise; ``"nested"`` always uses nested tapes. Set it on an instance
+    #: to compare the two (e.g. ``problem.partials_method = "nested"``).
+    partials_method: str = "auto"
+
     def named_partials(self, solution: Callable, x: tf.Tensor, needs: Sequence[Any]) -> dict:
         """The values and partials named in ``needs`` at points ``x`` ``(N, d)``, each ``(N,)``.
 
-        One set of tapes per field serves every entry of that field (see :mod:`hodiff.pinn.names`).
+        With :attr:`partials_method` ``"auto"`` and a Keras chain of Dense/elementwise layers
+        (what :func:`hodiff.pinn.mlp` builds without Fourier features or periodic embedding)
+        whose needs are values, first and pure second partials (``u``, ``u_t``, ``u_xx``), one
+        stacked forward pass computes them all (value, one tangent per coordinate
+        differentiated, one channel per pure second partial). Otherwise one set of tapes per
+        field serves every entry of that field (see :mod:`hodiff.pinn.names`).
 
         Args:
           solution: ``solution(x) -> (N, fields)`` (see :meth:`solution`).
@@ -368,8 +380,41 @@ class Problem:
           ``{entry: (N,)}`` keyed by the entries as written (lists become tuples).
         """
         parsed = names.parse_needs(needs, self.fields, self.domain.coords)
+        if self.partials_method not in ("auto", "nested"):
+            raise ValueError(
+                f"Problem: partials_method={self.partials_method!r} is not an option; use 'auto' (one forward pass "
+                "for Keras chains, nested tapes otherwise) or 'nested'."
+            )
+        model = getattr(solution, "keras_chain", None)
+        if self.partials_method == "auto" and model is not None and parsed and self._forward_ready(model, parsed):
+            return self._forward_partials(model, x, parsed)
         columns = {field: i for i, field in enumerate(self.fields)}
         return names.named_partials(solution, x, self.domain.coords, columns, parsed)
+
+    @staticmethod
+    def _forward_ready(model: Any, parsed: dict) -> bool:
+        """Whether the forward pass serves these needs: pure partials of order <= 2 of a chain."""
+        if any(len(partial) > 2 or len(set(partial)) > 1 for _, partial in parsed.values()):
+            return False
+        try:
+            taylor.supported_layers(model, "Problem", rescaling=True)
+        except ValueError:
+            return False
+        return True
+
+    def _forward_partials(self, model: Any, x: tf.Tensor, parsed: dict) -> dict:
+        index = {name: i for i, name in enumerate(self.domain.coords)}
+        first = sorted({index[p[0]] for _, p in parsed.values() if len(p) == 1})
+        second = sorted({index[p[0]] for _, p in parsed.values() if len(p) == 2})
+        value, firsts, seconds = taylor.forward_partials(model, x, first, second, caller="Problem")
+        result = {}
+        for key, (field, partial) in parsed.items():
+            if not partial:
+                tensor = value
+            else:
+                tensor = (firsts if len(partial) == 1 else seconds)[index[partial[0]]]
+            result[key] = tensor[:, self.fields.index(field)]
+        return result
 
     def pde_residuals(
         self, solution: Callable, x: tf.Tensor, parameters: dict[str, tf.Tensor], seed: Any = None
