@@ -505,19 +505,15 @@ class MetaLearner(tf.Module):
         prediction = full_precision(self.batched_function(params, x))
         if mask is None:
             loss_fn = self.loss_fn
-            return tf.vectorized_map(lambda pair: full_precision(loss_fn(pair[0], pair[1])), (prediction, y))
-        shape = tf.shape(prediction)
-        flat = lambda a: tf.reshape(a, tf.concat([[shape[0] * shape[1]], tf.shape(a)[2:]], 0))
-        losses = tf.reshape(self._example_losses(flat(prediction), flat(y)), shape[:2])
-        return _masked_mean(losses, mask)
+            return _map_pairs(lambda a, b: full_precision(loss_fn(a, b)), prediction, tf.convert_to_tensor(y))
+        return _masked_mean(_map_pairs(self._example_losses, prediction, tf.convert_to_tensor(y)), mask)
 
     def _example_losses(self, prediction: tf.Tensor, target: Any) -> tf.Tensor:
         """``loss_fn`` on each example as a batch of one, shape ``(examples,)``."""
         loss_fn = self.loss_fn
         assert loss_fn is not None
-        losses = tf.vectorized_map(
-            lambda pair: full_precision(loss_fn(pair[0][None], pair[1][None])), (prediction, target)
-        )
+        one = lambda a, b: full_precision(loss_fn(a[None], b[None]))
+        losses = _map_pairs(one, prediction, tf.convert_to_tensor(target))
         if losses.shape.rank != 1:
             raise ValueError(
                 f"MetaLearner: with masks, loss_fn must return a scalar per example (a mean over the examples), "
@@ -612,9 +608,11 @@ class MetaLearner(tf.Module):
             batched=False,
         )
 
-    def _broadcast_parameters(self, tasks: tf.Tensor) -> list[tf.Tensor]:
-        """The current parameters repeated along a new leading task axis (differentiable)."""
-        return [tf.broadcast_to(p, tf.concat([[tasks], tf.shape(p)], 0)) for p in self.functional.parameters()]
+    def _broadcast_parameters(self, x: tf.Tensor) -> list[tf.Tensor]:
+        """The current parameters repeated along a new leading task axis of ``x``'s length
+        (differentiable; static shapes where known, which XLA needs to compile the step once)."""
+        tasks = x.shape[0] if x.shape[0] is not None else tf.shape(x)[0]
+        return [tf.broadcast_to(p, [tasks, *p.shape]) for p in self.functional.parameters()]
 
     # -- meta-training ------------------------------------------------------------------------
 
@@ -638,7 +636,7 @@ class MetaLearner(tf.Module):
                 query_losses, support_losses = self._adapted(
                     lambda p: self._batched_task_losses(p, support_x, support_y, support_mask),
                     lambda p: self._batched_task_losses(p, query_x, query_y, query_mask),
-                    self._broadcast_parameters(tasks),
+                    self._broadcast_parameters(support_x),
                     loss_scale,
                     batched=True,
                 )
@@ -761,7 +759,7 @@ class MetaLearner(tf.Module):
             query, support, final = scores(
                 lambda p: self._batched_task_losses(p, support_x, support_y, support_mask),
                 lambda p: self._batched_task_losses(p, query_x, query_y, query_mask),
-                self._broadcast_parameters(tf.shape(support_x)[0]),
+                self._broadcast_parameters(support_x),
                 batched=True,
             )
         else:
@@ -895,6 +893,18 @@ class MetaLearner(tf.Module):
                     f"MetaLearner: {name} marks no real example in tasks {empty.tolist()}; every task needs at least "
                     "one support and one query example."
                 )
+
+
+def _map_pairs(fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+    """``stack([fn(a[i], b[i]) for i])``: unrolled where the leading axis is static.
+
+    ``tf.vectorized_map`` would do this in one op, but under XLA its result makes the compiled
+    step depend on the variables' values, so the step recompiled at every update (TF 2.21);
+    it serves only leading axes unknown when tracing.
+    """
+    if a.shape[0] is None:
+        return tf.vectorized_map(lambda pair: fn(pair[0], pair[1]), (a, b))
+    return tf.stack([fn(a[i], b[i]) for i in range(a.shape[0])])
 
 
 def _masked_mean(losses: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
