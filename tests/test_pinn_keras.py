@@ -154,6 +154,8 @@ def test_model_checkpoint_keeps_the_best_weights_by_reference_error(tmp_path):
     fresh.load_weights(path)
     assert fresh.evaluate(*REFERENCE, verbose=0) == pytest.approx(best, rel=1e-12)
     assert float(fresh.parameters["k"].numpy()) != 1.0, "the parameters are weights of the checkpoint"
+    with pytest.raises(NotImplementedError, match="save_weights_only=True"):
+        fresh.save(str(tmp_path / "whole.keras"))
 
 
 def test_backup_and_restore_resumes_to_the_uninterrupted_weights(tmp_path):
@@ -251,3 +253,23 @@ def test_keras_clips_per_replica_hodiff_after_the_mean():
     (global_clipnorm) before the all-reduce; hodiff.TrainStep clips the mean over replicas."""
     process = subprocess.run([sys.executable, "-c", CLIPPING_REPLICAS], capture_output=True, text=True, timeout=240)
     assert process.returncode == 0, (process.stdout + process.stderr)[-3000:]
+
+
+def test_stochastic_needs_draw_by_the_optimizer_step():
+    """A Stochastic Laplacian is drawn from (seed, optimizer step): fit's step k uses physics_loss(k)'s draw."""
+    from hodiff import stde
+
+    square = pinn.Interval("x", -1.0, 1.0) * pinn.Interval("y", -1.0, 1.0)
+    problem = pinn.Problem(
+        square,
+        needs=(pinn.Stochastic("lap_u", stde.laplacian(), num_samples=1),),
+        residual=lambda d, x, p: d["lap_u"] + 1.0,
+        conditions=[pinn.Dirichlet(0.0, count=8)],
+    )
+    model = pinn.PINNModel(problem, pinn.mlp(square, width=8, depth=1), interior=8)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=False)
+    for step in range(2):
+        drawn = float(model.physics_loss(step)[0])
+        assert drawn == float(model.physics_loss(step)[0]) != float(model.physics_loss(step + 1)[0])
+        history = model.fit(epochs=1, steps_per_epoch=1, verbose=0)
+        assert history.history["loss"] == [pytest.approx(drawn, rel=1e-12)]

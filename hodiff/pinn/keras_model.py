@@ -171,6 +171,14 @@ class PINNModel(keras.Model):
             trainable=False,
         )
 
+    def get_config(self) -> dict[str, Any]:
+        raise NotImplementedError(
+            "PINNModel: holds a Problem (Python functions), so it cannot be saved as a whole .keras model. Save its "
+            "weights (model.save_weights('run.weights.h5'), ModelCheckpoint(..., save_weights_only=True)) and load "
+            "them into a PINNModel built the same way, or save the solution alone with "
+            "hodiff.pinn.save_solution(path, problem, model.network)."
+        )
+
     @property
     def metrics(self) -> list[keras.metrics.Metric]:
         return [self.loss_tracker, *self.term_trackers.values(), self.reference_error]
