@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks.timing import interleaved_median_seconds, machine, report, suite_arguments
+from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, suite_arguments
 from hodiff import transforms
 from hodiff.step import TrainStep
 
@@ -132,12 +132,13 @@ def main(argv=None) -> int:
     args = suite_arguments("control", __doc__.splitlines()[0], 15, RESULTS, argv)
     repeats = args.repeats
     cases = [(64, 2, 64)] if args.quick else [(64, 2, 64), (256, 3, 256), (512, 4, 1024)]
-    results = {"machine": machine(), "overhead": []}
-    for width, depth, batch in cases:
-        print(f"step overhead: width {width}, depth {depth}, batch {batch} ...", flush=True)
-        results["overhead"].append(bench_overhead(width, depth, batch, repeats))
-    print("steps_per_call ...", flush=True)
-    results["dispatch"] = bench_dispatch(100, repeats)
+    results = {"machine": machine(), "device": args.device, "overhead": []}
+    with on_device(args.device):
+        for width, depth, batch in cases:
+            print(f"step overhead: width {width}, depth {depth}, batch {batch} ...", flush=True)
+            results["overhead"].append(bench_overhead(width, depth, batch, repeats))
+        print("steps_per_call ...", flush=True)
+        results["dispatch"] = bench_dispatch(100, repeats)
     report(results, markdown(results), args.output)
     return 0
 

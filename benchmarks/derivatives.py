@@ -5,15 +5,12 @@ For a tanh MLP with 4 hidden layers it times, side by side in one run:
   route (``batch_jacobian`` of the gradient, then the trace), for the operator alone and for a
   training step through it (loss = mean Laplacian^2, gradient w.r.t. the weights, SGD update);
 - a Hessian-vector product (both modes) against a plain gradient of the same loss;
-- the same in JAX (``benchmarks/peers.py``) when JAX is installed.
+- the same in JAX (``benchmarks/peers.py``, two recipes) when JAX is installed.
 Writes ``benchmarks/results/derivatives.json`` and prints a Markdown table.
 """
 
-import argparse
-import json
 import multiprocessing
 import os
-import platform
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -24,9 +21,9 @@ import tensorflow as tf
 
 import hodiff
 from benchmarks import peers
-from benchmarks.timing import interleaved_median_seconds
+from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, suite_arguments
 
-CONFIGS = [(2, 20, 2540), (3, 64, 4096), (10, 128, 1024)]  # (d, width, N)
+CONFIGS = [(2, 20, 2540), (3, 64, 4096), (10, 128, 1024), (100, 128, 256)]  # (d, width, N)
 RESULTS = Path(__file__).parent / "results" / "derivatives.json"
 
 
@@ -86,15 +83,13 @@ def compiled_route(d, width, n, route_name, what):
     return lambda: compiled(x)
 
 
-def _time_in_child(queue, d, width, n, route_name, what, repeats):
-    queue.put(
-        interleaved_median_seconds({route_name: compiled_route(d, width, n, route_name, what)}, repeats=repeats)[
-            route_name
-        ]
-    )
+def _time_in_child(queue, d, width, n, route_name, what, repeats, device):
+    with on_device(device):
+        route = compiled_route(d, width, n, route_name, what)
+        queue.put(interleaved_median_seconds({route_name: route}, repeats=repeats)[route_name])
 
 
-def time_with_compile_budget(d, width, n, route_name, what, repeats, budget_seconds):
+def time_with_compile_budget(d, width, n, route_name, what, repeats, budget_seconds, device=None):
     """Times one route in a child process; None when compiling and timing exceed the budget.
 
     TensorFlow's own batch_jacobian route can spend many minutes in XLA's constant folding
@@ -102,7 +97,7 @@ def time_with_compile_budget(d, width, n, route_name, what, repeats, budget_seco
     """
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    child = context.Process(target=_time_in_child, args=(queue, d, width, n, route_name, what, repeats))
+    child = context.Process(target=_time_in_child, args=(queue, d, width, n, route_name, what, repeats, device))
     child.start()
     child.join(budget_seconds)
     if child.is_alive():
@@ -112,17 +107,22 @@ def time_with_compile_budget(d, width, n, route_name, what, repeats, budget_seco
     return queue.get() if not queue.empty() else None
 
 
-def bench_laplacian(d, width, n, repeats, tf_budget_seconds):
+def bench_laplacian(d, width, n, repeats, tf_budget_seconds, device=None, with_peers=True):
     operators = {name: compiled_route(d, width, n, name, "operator") for name in ("nested", "forward")}
     steps = {name: compiled_route(d, width, n, name, "step") for name in ("nested", "forward")}
-    if peers.jax_installed():
-        operators["jax_hessian_trace"], steps["jax_hessian_trace"] = peers.jax_laplacian_routes(
-            mlp(d, width), points(d, n)
-        )
+    if with_peers and peers.jax_installed():
+        for name, (operator, step) in peers.jax_laplacian_routes(mlp(d, width), points(d, n)).items():
+            if name == "jax_hessian_trace" and d > 10:  # a d x d Hessian per point, seconds per step: not timed
+                continue
+            operators[name], steps[name] = operator, step
     operator_seconds = interleaved_median_seconds(operators, repeats=repeats)
     step_seconds = interleaved_median_seconds(steps, repeats=repeats)
     for what, seconds in (("operator", operator_seconds), ("step", step_seconds)):
-        tf_seconds = time_with_compile_budget(d, width, n, "tf_batch_jacobian", what, repeats, tf_budget_seconds)
+        if tf_budget_seconds <= 0:
+            continue
+        tf_seconds = time_with_compile_budget(
+            d, width, n, "tf_batch_jacobian", what, repeats, tf_budget_seconds, device
+        )
         if tf_seconds is not None:
             seconds["tf_batch_jacobian"] = tf_seconds
     # Agreement with nested, from the operators already compiled above (TF's route compiles
@@ -145,7 +145,7 @@ def bench_laplacian(d, width, n, repeats, tf_budget_seconds):
     }
 
 
-def bench_hvp(d, width, n, repeats):
+def bench_hvp(d, width, n, repeats, with_peers=True):
     model = mlp(d, width)
     x = tf.random.stateless_uniform((n, d), seed=[0, 2], minval=-1.0, maxval=1.0)
     target = tf.sin(tf.reduce_sum(x, axis=1, keepdims=True))
@@ -159,30 +159,39 @@ def bench_hvp(d, width, n, repeats):
             lambda: hodiff.hvp(loss, weights, directions, mode="reverse_over_reverse"), jit_compile=True
         ),
     }
-    if peers.jax_installed():
+    if with_peers and peers.jax_installed():
         candidates.update(peers.jax_hvp_routes(model, x, target, directions))
     return {"d": d, "width": width, "N": n, "seconds": interleaved_median_seconds(candidates, repeats=repeats)}
 
 
 def markdown(results) -> str:
     lines = [
-        "| d | width | N | what | nested (ms) | forward (ms) | TF batch_jacobian (ms) | JAX hessian trace (ms) "
-        "| nested / forward | TF / forward | JAX / forward |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| d | width | N | what | nested (ms) | forward (ms) | TF batch_jacobian (ms) "
+        "| JAX hessian trace (ms) | JAX forward-over-reverse (ms) | nested / forward | TF / forward "
+        "| fastest JAX / forward |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results["laplacian"]:
         for what, key in (("operator", "operator_seconds"), ("training step", "step_seconds")):
             t = row[key]
             budget = row["tf_batch_jacobian_budget_seconds"]
             done = "tf_batch_jacobian" in t
-            tf_ms = f"{1e3 * t['tf_batch_jacobian']:.2f}" if done else f"not done in {budget:.0f} s"
+            tf_ms = (
+                f"{1e3 * t['tf_batch_jacobian']:.2f}"
+                if done
+                else (f"not done in {budget:.0f} s" if budget > 0 else "not timed")
+            )
             tf_ratio = f"{t['tf_batch_jacobian'] / t['forward']:.2f}x" if done else "-"
-            jax_ms = f"{1e3 * t['jax_hessian_trace']:.2f}" if "jax_hessian_trace" in t else "not installed"
-            jax_ratio = f"{t['jax_hessian_trace'] / t['forward']:.2f}x" if "jax_hessian_trace" in t else "-"
+            jax = {name: t[name] for name in ("jax_hessian_trace", "jax_forward_over_reverse") if name in t}
+            jax_ms = [
+                f"{1e3 * jax[name]:.2f}" if name in jax else ("not installed" if not jax else "not timed")
+                for name in ("jax_hessian_trace", "jax_forward_over_reverse")
+            ]
+            jax_ratio = f"{min(jax.values()) / t['forward']:.2f}x" if jax else "-"
             lines.append(
                 f"| {row['d']} | {row['width']} | {row['N']} | {what} | {1e3 * t['nested']:.2f} "
-                f"| {1e3 * t['forward']:.2f} "
-                f"| {tf_ms} | {jax_ms} | {t['nested'] / t['forward']:.2f}x | {tf_ratio} | {jax_ratio} |"
+                f"| {1e3 * t['forward']:.2f} | {tf_ms} | {jax_ms[0]} | {jax_ms[1]} "
+                f"| {t['nested'] / t['forward']:.2f}x | {tf_ratio} | {jax_ratio} |"
             )
     h = results["hvp"]["seconds"]
     lines += [
@@ -197,38 +206,32 @@ def markdown(results) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks derivatives", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--config", action="append", metavar="D,WIDTH,N", help="run only these configs (repeatable)")
-    parser.add_argument("--quick", action="store_true", help="smallest config only, 2 repeats (a smoke run)")
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument(
-        "--tf-budget", type=float, default=180.0, help="seconds allowed to compile and time TF's own route, per case"
-    )
-    args = parser.parse_args(argv)
+    def extra(parser):
+        parser.add_argument(
+            "--config", action="append", metavar="D,WIDTH,N", help="run only these configs (repeatable)"
+        )
+        parser.add_argument(
+            "--tf-budget",
+            type=float,
+            default=180.0,
+            help="seconds allowed to compile and time TF's own route, per case (0: skip it)",
+        )
+
+    args = suite_arguments("derivatives", __doc__.splitlines()[0], 7, RESULTS, argv, extra=extra)
     configs = CONFIGS[:1] if args.quick else CONFIGS
     if args.config:
         configs = [tuple(int(v) for v in config.split(",")) for config in args.config]
-    repeats = 2 if args.quick else args.repeats
-    results = {
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "tensorflow": tf.__version__,
-            "devices": [d.name for d in tf.config.list_logical_devices()],
-        },
-        "laplacian": [],
-    }
-    for d, width, n in configs:
-        print(f"Laplacian d={d} width={width} N={n} ...", flush=True)
-        results["laplacian"].append(bench_laplacian(d, width, n, repeats, args.tf_budget))
-    print("HVP vs gradient ...", flush=True)
-    results["hvp"] = bench_hvp(3, 64, 4096, repeats)
-    table = markdown(results)
-    print("\n" + table)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {args.output}")
+    budget = 0.0 if args.quick else args.tf_budget
+    results = {"machine": machine(), "device": args.device, "laplacian": []}
+    with on_device(args.device):
+        for d, width, n in configs:
+            print(f"Laplacian d={d} width={width} N={n} ...", flush=True)
+            results["laplacian"].append(
+                bench_laplacian(d, width, n, args.repeats, budget, args.device, with_peers=not args.quick)
+            )
+        print("HVP vs gradient ...", flush=True)
+        results["hvp"] = bench_hvp(3, 64, 4096, args.repeats, with_peers=not args.quick)
+    report(results, markdown(results), args.output)
     return 0
 
 

@@ -128,7 +128,7 @@ def test_forward_partials_reject_a_coordinate_out_of_range():
 
 
 def test_problem_partials_by_one_forward_pass_match_nested_tapes(run):
-    """Problem.named_partials takes the forward pass for a Keras chain; same values as the tapes."""
+    """Problem.named_partials(partials_method="forward") on a Keras chain: the same values as the tapes."""
     from hodiff import pinn
 
     problem = pinn.Problem(
@@ -142,6 +142,7 @@ def test_problem_partials_by_one_forward_pass_match_nested_tapes(run):
     x = points(7, 2)
     assert problem._forward_ready(solution.keras_chain, {"u_xx": ("u", ("x", "x"))})  # the forward path is taken
     assert not problem._forward_ready(solution.keras_chain, {"u_xt": ("u", ("x", "t"))})  # mixed: nested tapes
+    problem.partials_method = "forward"
     forward = run(lambda x: problem.named_partials(solution, x, problem.needs), x)
     problem.partials_method = "nested"
     nested = problem.named_partials(solution, x, problem.needs)

@@ -354,17 +354,19 @@ class Problem:
             points[condition.name] = condition.sample(self.domain, method, seed + 1 + i)
         return points
 
-    #: How :meth:`named_partials` differentiates: ``"auto"`` (default) propagates one Taylor-mode
-    #: pass (:func:`hodiff.taylor.forward_partials`) when the solution is a supported Keras chain
-    #: (no output transform) and every need is a value, a first or a pure second partial, and
-    #: uses nested tapes otherwise; ``"nested"`` always uses nested tapes. Set it on an instance
-    #: to compare the two (e.g. ``problem.partials_method = "nested"``).
-    partials_method: str = "auto"
+    #: How :meth:`named_partials` differentiates: ``"nested"`` (default) uses nested tapes;
+    #: ``"forward"`` propagates one Taylor-mode pass (:func:`hodiff.taylor.forward_partials`) when
+    #: the solution is a supported Keras chain (no output transform) and every need is a value, a
+    #: first or a pure second partial, and nested tapes otherwise. On DeepXDE's Burgers network
+    #: (3 x 20 tanh, 2540 points, XLA) the forward pass measured 1.19x slower per training step
+    #: than the tapes (benchmarks/results/pinn.json), so it is not the default. Set it on an
+    #: instance: ``problem.partials_method = "forward"``.
+    partials_method: str = "nested"
 
     def named_partials(self, solution: Callable, x: tf.Tensor, needs: Sequence[Any]) -> dict:
         """The values and partials named in ``needs`` at points ``x`` ``(N, d)``, each ``(N,)``.
 
-        With :attr:`partials_method` ``"auto"`` and a Keras chain of Dense/elementwise layers
+        With :attr:`partials_method` ``"forward"`` and a Keras chain of Dense/elementwise layers
         (what :func:`hodiff.pinn.mlp` builds without Fourier features or periodic embedding)
         whose needs are values, first and pure second partials (``u``, ``u_t``, ``u_xx``), one
         stacked forward pass computes them all (value, one tangent per coordinate
@@ -380,13 +382,13 @@ class Problem:
           ``{entry: (N,)}`` keyed by the entries as written (lists become tuples).
         """
         parsed = names.parse_needs(needs, self.fields, self.domain.coords)
-        if self.partials_method not in ("auto", "nested"):
+        if self.partials_method not in ("nested", "forward"):
             raise ValueError(
-                f"Problem: partials_method={self.partials_method!r} is not an option; use 'auto' (one forward pass "
-                "for Keras chains, nested tapes otherwise) or 'nested'."
+                f"Problem: partials_method={self.partials_method!r} is not an option; use 'nested' (tapes) or "
+                "'forward' (one forward pass for Keras chains, tapes otherwise)."
             )
         model = getattr(solution, "keras_chain", None)
-        if self.partials_method == "auto" and model is not None and parsed and self._forward_ready(model, parsed):
+        if self.partials_method == "forward" and model is not None and parsed and self._forward_ready(model, parsed):
             return self._forward_partials(model, x, parsed)
         columns = {field: i for i, field in enumerate(self.fields)}
         return names.named_partials(solution, x, self.domain.coords, columns, parsed)

@@ -1,0 +1,69 @@
+"""Smoke tests of the benchmark harness: the report, the FLOP count, the suites' command lines.
+
+Timings are never asserted; the suites themselves run under ``python -m benchmarks``.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import __main__ as cli  # noqa: E402
+from benchmarks import report, timing  # noqa: E402
+
+
+def test_matmul_flops_counts_every_dot_of_the_hlo():
+    f = tf.function(lambda x, w: tf.reduce_sum(tf.tanh(x @ w) @ tf.transpose(w)), jit_compile=True)
+    x, w = tf.ones((10, 3)), tf.ones((3, 4))
+    assert timing.matmul_flops(f, x, w) == 2 * 10 * 3 * 4 + 2 * 10 * 4 * 3
+
+
+def test_suite_arguments_take_a_device_and_extra_options():
+    args = timing.suite_arguments(
+        "x",
+        "d",
+        5,
+        Path("o.json"),
+        ["--device", "/CPU:0", "--quick", "--n", "3"],
+        extra=lambda parser: parser.add_argument("--n", type=int),
+    )
+    assert (args.device, args.repeats, args.n) == ("/CPU:0", 2, 3)
+    with timing.on_device(args.device):
+        assert "CPU:0" in tf.constant(1.0).device
+
+
+def test_machine_facts_name_the_cpu_and_the_libraries():
+    facts = timing.machine(jax="0.0")
+    assert facts["cpus"] >= 1 and facts["cpu"] and facts["tensorflow"] == tf.__version__ and facts["jax"] == "0.0"
+
+
+def test_report_replaces_only_the_generated_part(tmp_path):
+    doc = tmp_path / "page.md"
+    doc.write_text("# Title\n\nhand-written\n")
+    first = report.render({"cpus": 2}, {"a": {"markdown": "| t |"}}, {}, "now", "cmd")
+    report.write(doc, first)
+    assert "hand-written" in doc.read_text() and "| t |" in doc.read_text()
+    second = report.render({"cpus": 2}, {"a": None, "b": {"x": 1}}, {"a": "exit status 1."}, "later", "cmd")
+    report.write(doc, second)
+    text = doc.read_text()
+    assert text.count(report.BEGIN) == 1 and "| t |" not in text and "exit status 1." in text and '"x": 1' in text
+    assert text.startswith("# Title\n\nhand-written\n")
+
+
+def test_all_writes_the_report_from_existing_results(tmp_path):
+    (tmp_path / "pinn.json").write_text(json.dumps({"machine": {"jax": "9.9"}, "markdown": "| pinn table |"}))
+    doc = tmp_path / "benchmarks.md"
+    status = cli.main(["all", "--report-only", "--results", str(tmp_path), "--doc", str(doc)])
+    text = doc.read_text()
+    assert status == 0 and "| pinn table |" in text and "| jax | 9.9 |" in text
+    assert "### `python -m benchmarks control`" in text and "No results." in text
+
+
+@pytest.mark.parametrize("argv", [["nosuch"], ["all", "--only", "nosuch"]])
+def test_unknown_suites_are_refused(argv):
+    with pytest.raises(SystemExit):
+        cli.main(argv)
