@@ -298,7 +298,11 @@ def train(trainer: Any, settings: HighDimSettings, progress: bool = True) -> str
         if result.new_steps == 0:  # stopped (a callback) or already done
             return result.stop_reason
         if progress and done % settings.log_every == 0:
-            print(f"highdim: step {done}, loss {trainer.history[-1]['loss']:.4e}, {trainer.elapsed_seconds:.0f} s")
+            error = relative_error(trainer, dataclasses.replace(settings, test_points=min(512, settings.test_points)))
+            print(
+                f"highdim: step {done}, loss {trainer.history[-1]['loss']:.4e}, relative L2 error {error:.3e} "
+                f"(512 test points), {trainer.elapsed_seconds:.0f} s"
+            )
     return f"reached {settings.adam_steps} steps"
 
 
