@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from hodiff.pinn import DeepONet
+from hodiff.pinn.runlog import read_history
 from pinn_examples import deeponet, deeponet_reference
 
 WANTED = ("", "x", "t", "xx", "tt")
@@ -207,6 +208,18 @@ def test_existing_output_needs_resume_or_overwrite(trained):
         deeponet.main(["--preset", "fast", "--output", output])
     with pytest.raises(SystemExit, match="other settings"):
         deeponet.main(["--preset", "fast", "--output", output, "--resume", "--steps", "30", "--test-functions", "2"])
+
+
+def test_resume_of_a_finished_run_restores_its_weights(trained):
+    output, _ = trained
+    with open(os.path.join(output, "metrics.json")) as file:
+        before = json.load(file)
+    argv = ["--preset", "fast", "--output", output, "--resume", "--steps", "10", "--test-functions", "2"]
+    assert deeponet.main(argv) == 0
+    with open(os.path.join(output, "metrics.json")) as file:
+        after = json.load(file)
+    assert after["mean_relative_l2_error"] == pytest.approx(before["mean_relative_l2_error"], rel=1e-6)
+    assert len(read_history(os.path.join(output, "history.csv"))) == 1
 
 
 def test_evaluate_writes_predictions(trained, tmp_path):
