@@ -9,16 +9,30 @@ import io
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from hodiff import pinn
 from hodiff.pinn import plotting
 from hodiff.pinn import trainer as trainer_module
 from pinn_examples import heat
-from pinn_examples._runner import TARGET_MISSED, _verdict, _write_results, field_errors, memory_needed, reference_fields
+from pinn_examples._runner import (
+    TARGET_MISSED,
+    _verdict,
+    _write_results,
+    field_errors,
+    make_strategy,
+    memory_needed,
+    reference_fields,
+    worker_output,
+)
 from pinn_examples._runner import run as run_example
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # log-every divides the L-BFGS iterations, the case where the last L-BFGS row used to be logged twice
 TINY = [
@@ -439,3 +453,48 @@ def test_a_two_field_example_writes_each_fields_error_prediction_and_evaluation(
         assert sorted(evaluation.files) == ["points", "u", "v"]
         for name in "uv":
             np.testing.assert_allclose(evaluation[name], wanted[name], rtol=1e-5, atol=1e-6)
+
+
+def test_replicas_flag_trains_on_two_logical_devices_like_one(uninterrupted, tmp_path):
+    """--replicas 2 (logical CPU devices, configured before TF starts: a fresh process) gives the one-device run."""
+    output = tmp_path / "replicas"
+    command = [sys.executable, "-m", "pinn_examples", "heat", *TINY, "--replicas", "2", "--output", str(output)]
+    process = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert process.returncode == TARGET_MISSED, (process.stdout + process.stderr)[-3000:]
+    got, want = metrics_of(output), metrics_of(uninterrupted)
+    assert got["replicas"] == 2 and want["replicas"] == 1
+    for key in ("relative_l2_error", "final_loss"):
+        assert got[key] == pytest.approx(want[key], rel=1e-4), key  # float32: the sums run in another order
+    assert got["lbfgs_iterations"] == want["lbfgs_iterations"]
+
+
+def test_distribution_flags_are_checked(tmp_path, capsys, monkeypatch):
+    with pytest.raises(SystemExit) as info:
+        run_example(heat.EXAMPLE, ["--multi-worker", "--replicas", "2", "--output", str(tmp_path / "bad")])
+    assert info.value.code == 2 and "--multi-worker runs one replica per worker" in capsys.readouterr().err
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(SystemExit, match="--multi-worker: TF_CONFIG is not set"):
+        make_strategy(multi_worker=True)
+    assert make_strategy(1) is None
+    tf.constant(0.0)  # TensorFlow's devices are started: more logical devices cannot be set up now
+    if len(tf.config.list_logical_devices("CPU")) < 2 and not tf.config.list_physical_devices("GPU"):
+        with pytest.raises(SystemExit, match="--replicas 2: TensorFlow already started .* fresh process"):
+            make_strategy(2)
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        (None, "out"),
+        ({"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 0}}, "out"),
+        ({"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}, "out/worker-1"),
+        ({"cluster": {"chief": ["a:1"], "worker": ["b:2"]}, "task": {"type": "worker", "index": 0}}, "out/worker-0"),
+        ({"cluster": {"chief": ["a:1"], "worker": ["b:2"]}, "task": {"type": "chief", "index": 0}}, "out"),
+    ],
+)
+def test_only_the_chief_writes_to_output(config, expected, monkeypatch):
+    if config is None:
+        monkeypatch.delenv("TF_CONFIG", raising=False)
+    else:
+        monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    assert worker_output("out") == expected
