@@ -103,6 +103,49 @@ def ball_points(count: int, dim: int, seed: Any) -> np.ndarray:
     return directions * rng.uniform(size=(count, 1)) ** (1.0 / dim)
 
 
+def _unit_ball_class():
+    """:class:`UnitBall`, defined on first use so that importing this module does not import TensorFlow."""
+    from hodiff import pinn
+
+    class UnitBall(pinn.Hypersphere):
+        """The unit ball of R^D (coordinates ``x1 .. xD``) with ``O(N D)`` sampling and membership.
+
+        :class:`hodiff.pinn.Hypersphere` handles any centre, time and parameter axes, at a cost that
+        grows like ``D^2`` in its coordinate bookkeeping (minutes at ``D = 10,000``); this ball has
+        no extra axes, and its interior points are always i.i.d. uniform (:func:`ball_points`,
+        whatever ``method``).
+        """
+
+        def __init__(self, dim: int):
+            super().__init__(np.zeros(dim), 1.0)
+            self._coords = tuple(self.bounds)
+
+        @property
+        def coords(self) -> tuple[str, ...]:
+            return self._coords
+
+        @property
+        def space(self) -> tuple[str, ...]:
+            return self._coords
+
+        @property
+        def extras(self) -> tuple[str, ...]:
+            return ()
+
+        def sample_interior(self, count: int, method: str = "random", seed: int = 0) -> np.ndarray:
+            return ball_points(count, len(self._coords), seed)
+
+        def contains(self, points: Any) -> np.ndarray:
+            points = np.asarray(points, dtype=float)
+            if points.ndim != 2 or points.shape[1] != len(self._coords):
+                raise ValueError(
+                    f"UnitBall.contains: points must have shape (N, {len(self._coords)}), got shape {points.shape}."
+                )
+            return np.linalg.norm(points, axis=1) <= 1.0 + 1e-9
+
+    return UnitBall
+
+
 def exact_parts(x: Any, c: Any) -> tuple[Any, Any, Any]:
     """``psi``, ``Delta psi`` and ``x . grad psi`` at points ``x`` ``(N, D)``, each ``(N,)``, in closed form.
 
@@ -195,7 +238,7 @@ def build(settings: HighDimSettings):
 
     check_settings(settings)
     dim, dtype = settings.dim, settings.dtype
-    domain = pinn.Hypersphere(np.zeros(dim), 1.0)
+    domain = _unit_ball_class()(dim)
     c = coefficients(dim)
     layers: list[Any] = [keras.Input((dim,), dtype=dtype)]
     for i in range(settings.depth):
