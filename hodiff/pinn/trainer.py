@@ -293,7 +293,8 @@ class Trainer:
         self.callbacks = callbacks
         self.stop_training = False
         wrap = self.mixed and not isinstance(first, keras.optimizers.LossScaleOptimizer)
-        self.optimizer = keras.optimizers.LossScaleOptimizer(first) if wrap else first
+        with scope():  # the loss scale's variables, mirrored under a strategy
+            self.optimizer = keras.optimizers.LossScaleOptimizer(first) if wrap else first
         if strategy is None:
             self.step = TrainStep(
                 self._total_loss, self.variables, self.optimizer, steps_per_call=steps_per_call, monitor=False
