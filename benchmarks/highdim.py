@@ -23,7 +23,8 @@ variance x time (the variance at a matched time budget, up to a constant).
 Order 4: the biharmonic by jets (``stde.apply(model, x, stde.biharmonic())``, ``d^2`` order-4
 jets in one pass) against four nested tapes (the Laplacian of the Laplacian by nested tapes),
 and against ``stde.apply(..., method="nested")`` (four nested tapes along each of the ``d^2``
-directions), operator alone, at d = 2, 8, 32; values checked to agree.
+directions), operator alone, at d = 2, 8, 32; values checked to agree. Above d = 8 the Laplacian
+of the Laplacian runs without XLA (its graph of about d^2 nested passes takes minutes to build).
 
 Writes ``benchmarks/results/highdim.json`` and prints Markdown tables. Targets: STDE step >= 10x
 faster than SDGD at D = 1,000 (equal variance), biharmonic by jets >= 3x faster than four
