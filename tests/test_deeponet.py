@@ -256,7 +256,7 @@ def test_evaluate_refuses_bad_files(trained, tmp_path, arrays, message):
 
 @pytest.mark.slow
 def test_default_run_meets_the_target(tmp_path):
-    """The full run (about 15-20 minutes on 2 cores): mean relative L2 error <= 2e-2 on 100 held-out sources."""
+    """The full run (7 to 14 minutes on 2 cores, as loaded): mean relative L2 error <= 2e-2 on 100 held-out sources."""
     assert deeponet.main(["--output", str(tmp_path)]) == 0
     with open(tmp_path / "metrics.json") as file:
         assert json.load(file)["mean_relative_l2_error"] <= 2e-2
