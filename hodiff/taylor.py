@@ -277,6 +277,47 @@ def _propagate(
     return jet[0], jet[1 : 1 + m], jet[1 + m :]
 
 
+def _propagate_separately(
+    steps: list[tuple[str, Any]], x: tf.Tensor, tangents: tf.Tensor, groups: list[list[int]]
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor | None]:
+    """:func:`_propagate` with every row its own ``(N, k)`` tensor: one matmul per row and per
+    layer, no concatenation or slicing; for a few tangents (a PINN's ``u_x, u_t, u_xx``)."""
+    dtype = x.dtype
+    m = tangents.shape[0]
+    value = x
+    moved: list[tf.Tensor] = [tangents[i][None, :] for i in range(m)]  # (1, k) until the first activation
+    channels: list[tf.Tensor] | None = None
+    for kind, step in steps:
+        if kind == "rescaling":
+            scale, offset = (tf.cast(v, dtype) for v in (step.scale, step.offset))
+            value = value * scale + offset
+            moved = [t * scale for t in moved]
+            channels = None if channels is None else [c * scale for c in channels]
+        elif kind == "dense":
+            kernel = tf.cast(step.kernel, dtype)
+            value = tf.matmul(value, kernel)
+            if step.use_bias:
+                value = value + tf.cast(step.bias, dtype)
+            moved = [tf.matmul(t, kernel) for t in moved]
+            channels = None if channels is None else [tf.matmul(c, kernel) for c in channels]
+        else:
+            value, first, second = step(value)
+            squares = [tf.add_n([tf.square(moved[i]) for i in group]) for group in groups]
+            channels = [
+                second * q if channels is None else first * c + second * q
+                for c, q in zip(channels or [None] * len(groups), squares)
+            ]
+            moved = [first * t for t in moved]
+    num_points = tf.shape(x)[0]
+    stacked = tf.stack([tf.broadcast_to(t, tf.shape(value)) for t in moved]) if m else tf.zeros([0, num_points, 0])
+    return value, stacked, None if channels is None else tf.stack(channels)
+
+
+#: :func:`forward_partials` propagates every row as its own tensor (True) or stacked (False, measured in
+#: docs/benchmarks.md; the separate rows are an experiment for small widths, not yet measured).
+SEPARATE_ROWS = False
+
+
 def _prepare(model: Any, x: Any, caller: str) -> tuple[list[tuple[str, Any]], tf.Tensor, tf.DType, int]:
     """The propagation steps, ``x`` in the propagation dtype, ``x``'s own dtype and ``d``."""
     x = _validate.as_differentiable(x, "x", caller)
@@ -389,7 +430,8 @@ def forward_partials(
     directions = sorted({int(i) for i in first} | {int(i) for i in second})
     row = {i: r for r, i in enumerate(directions)}
     tangents = tf.gather(tf.eye(d, dtype=x.dtype), directions) if directions else tf.zeros([0, d], x.dtype)
-    value, moved, channels = _propagate(steps, x, tangents, [[row[int(i)]] for i in second])
+    propagate = _propagate_separately if SEPARATE_ROWS else _propagate
+    value, moved, channels = propagate(steps, x, tangents, [[row[int(i)]] for i in second])
     moved = _per_point(moved, tf.shape(x)[0])
     cast = lambda t: tf.cast(t, result_dtype)
     firsts = {int(i): cast(moved[row[int(i)]]) for i in first}

@@ -104,8 +104,12 @@ def test_rescaling_layer_is_propagated(run):
         np.testing.assert_allclose(run(lambda x: forward_jet(model, x).laplacian, x)[:, k], nested, rtol=1e-10)
 
 
-def test_forward_partials_match_nested_partials(run):
+@pytest.mark.parametrize("separate", [False, True])
+def test_forward_partials_match_nested_partials(run, separate, monkeypatch):
+    from hodiff import taylor
     from hodiff.taylor import forward_partials
+
+    monkeypatch.setattr(taylor, "SEPARATE_ROWS", separate)
 
     model = make_mlp(3, 2, width=8, depth=3)
     x = points(6, 3)
