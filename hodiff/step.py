@@ -239,6 +239,8 @@ class TrainStep(tf.Module):
 
     def _steps(self, batch: Any, has_examples: Any) -> dict[str, tf.Tensor]:
         outputs = self._one_step(batch, tf.constant(0), has_examples)
+        if self.steps_per_call == 1:  # no (empty) loop in the graph: XLA would still carry every variable through it
+            return {**outputs, "losses": outputs["loss"][None]}
         losses = tf.TensorArray(outputs["loss"].dtype, size=self.steps_per_call).write(0, outputs["loss"])
         for i in tf.range(1, self.steps_per_call):
             outputs = self._one_step(batch, i, has_examples)
