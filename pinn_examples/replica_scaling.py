@@ -18,7 +18,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SETTINGS = {"interior": 4096, "width": 20, "depth": 4, "steps_per_call": 50}
-ADAM_STEPS, LBFGS_ITERATIONS = 200, 30
+ADAM_STEPS, LBFGS_ITERATIONS = 500, 50
 
 
 def measure(replicas: int) -> dict:
