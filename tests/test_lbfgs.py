@@ -71,3 +71,24 @@ def test_bad_input():
         minimize_lbfgs(lambda: tf.constant(0.0), [])
     with pytest.raises(ValueError, match="max_iterations must be an int >= 1"):
         minimize_lbfgs(lambda: tf.reduce_sum(x), [x], max_iterations=0)
+
+
+def test_under_a_strategy_the_replica_losses_are_averaged():
+    """With strategy=, loss_fn is the replica's loss and its mean over replicas is minimised (one replica here;
+    two replicas and two workers: tests/test_pinn_distribute.py)."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        x = tf.Variable([-1.2, 1.0, 0.5], dtype=tf.float64)
+    rosenbrock = lambda: tf.reduce_sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+    result = minimize_lbfgs(rosenbrock, [x], max_iterations=300, gtol=1e-8, ftol=1e-12, strategy=strategy)
+    plain = tf.Variable([-1.2, 1.0, 0.5], dtype=tf.float64)
+    reference = minimize_lbfgs(
+        lambda: tf.reduce_sum(100.0 * (plain[1:] - plain[:-1] ** 2) ** 2 + (1.0 - plain[:-1]) ** 2),
+        [plain],
+        max_iterations=300,
+        gtol=1e-8,
+        ftol=1e-12,
+    )
+    assert result.success and result.nit == reference.nit
+    np.testing.assert_allclose(result.x, reference.x, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(x.numpy(), result.x)
