@@ -20,6 +20,7 @@ draws in the unbiased loss), ``x . grad N`` one first-order jet along ``x``. Eac
 ``theta_i = x_i + cos(x_{i+1}) + x_{i+1} cos(x_i)`` depends on two coordinates only, so ``f`` costs
 ``O(D)`` per point (:func:`exact_parts`).
 
+Adam's learning rate decays exponentially from ``--learning-rate`` to ``--final-learning-rate``.
 The interior points are redrawn uniformly in the ball before every compiled call of
 ``--steps-per-call`` Adam steps (a Gaussian direction times ``U^(1/D)``, :func:`ball_points`),
 from a seed that depends on the run's seed and the step only, so a resumed run sees the same
@@ -71,6 +72,9 @@ class HighDimSettings(Settings):
     num_samples: int = _setting(16, "coordinates per point in the sparse Laplacian estimate, <= --dim", positive=True)
     test_points: int = _setting(4096, "fresh uniform points in the ball for the relative L2 error", positive=True)
     max_minutes: float = _setting(0.0, "stop Adam after this many minutes of training; 0: no limit")
+    final_learning_rate: float = _setting(
+        0.0, "learning rate at the last Adam step, by exponential decay from --learning-rate; 0: constant"
+    )
 
 
 def check_settings(settings: HighDimSettings) -> None:
@@ -335,6 +339,10 @@ def train(trainer: Any, settings: HighDimSettings, progress: bool = True) -> str
         if budget and trainer.elapsed_seconds >= budget:
             return f"--max-minutes {settings.max_minutes:g} reached after {done} steps"
         points = ball_points(settings.interior, settings.dim, [settings.seed, 1, done])
+        if settings.final_learning_rate:  # a function of the step only, so a resumed run decays alike
+            ratio = settings.final_learning_rate / settings.learning_rate
+            optimizer = getattr(trainer.optimizer, "inner_optimizer", trainer.optimizer)
+            optimizer.learning_rate = settings.learning_rate * ratio ** (done / settings.adam_steps)
         trainer.interior.assign(tf.constant(points, trainer.dtype))
         result = trainer.adam(done + chunk)
         done = result.steps
@@ -419,9 +427,10 @@ EXAMPLE = Example(
     presets={
         "default": HighDimSettings(
             interior=100,
-            adam_steps=10000,
+            adam_steps=15000,
             lbfgs_iterations=0,
             learning_rate=1e-3,
+            final_learning_rate=1e-5,
             width=128,
             depth=4,
             sampling="random",
