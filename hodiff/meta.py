@@ -727,7 +727,7 @@ class MetaLearner(tf.Module):
         key = ("evaluate", steps, bool(masks))
         if key not in self._compiled:
             self._compiled[key] = tf.function(
-                lambda *arrays: self._evaluate(steps, *arrays), jit_compile=self.jit_compile, reduce_retracing=True
+                lambda *arrays: self._evaluate(steps, *arrays), jit_compile=self.jit_compile
             )
         query, support, parameters, finite = self._compiled[key](*batch, *masks)
         result = MetaEvaluation(query.numpy(), support.numpy(), list(parameters), ~finite.numpy())
@@ -809,14 +809,15 @@ class MetaLearner(tf.Module):
             )
         key = "predict"
         if key not in self._compiled:
-            self._compiled[key] = tf.function(self._predict, jit_compile=self.jit_compile, reduce_retracing=True)
+            self._compiled[key] = tf.function(self._predict, jit_compile=self.jit_compile)
         return self._compiled[key](parameters, x)
 
     def _predict(self, parameters: list[tf.Tensor], x: tf.Tensor) -> tf.Tensor:
         if self.batched_function is not None:
             return self.batched_function(parameters, x)
+        dtype = self.functional.variables[0].dtype
         return tf.map_fn(
-            lambda pair: self.functional(pair[0], pair[1]),
+            lambda pair: tf.cast(self.functional(pair[0], pair[1]), dtype),
             (parameters, x),
             fn_output_signature=tf.TensorSpec(None, self.functional.variables[0].dtype),
         )

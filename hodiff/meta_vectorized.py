@@ -14,7 +14,7 @@ Example:
 
   model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)])
   f, reason = batched_dense_stack(model, model.trainable_variables)
-  params = [tf.stack([v, 2 * v]) for v in model.trainable_variables]  # two tasks
+  params = [tf.stack([tf.convert_to_tensor(v)] * 2) for v in model.trainable_variables]  # two tasks
   x = tf.random.normal((2, 5, 1))
   assert f(params, x).shape == (2, 5, 1) and reason == ""
   ```
