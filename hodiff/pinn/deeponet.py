@@ -79,7 +79,7 @@ class DeepONet(keras.Model):
       ```
     """
 
-    def __init__(self, branch: keras.Model, trunk: keras.Model, **kwargs):
+    def __init__(self, branch: keras.Model, trunk: keras.Model, **kwargs: Any):
         for name, net in (("branch", branch), ("trunk", trunk)):
             if not isinstance(net, keras.Model) or not net.built or len(getattr(net, "outputs", None) or ()) != 1:
                 raise ValueError(
