@@ -358,9 +358,9 @@ class Problem:
     #: ``"forward"`` propagates one Taylor-mode pass (:func:`hodiff.taylor.forward_partials`) when
     #: the solution is a supported Keras chain (no output transform) and every need is a value, a
     #: first or a pure second partial, and nested tapes otherwise. On DeepXDE's Burgers network
-    #: (3 x 20 tanh, 2540 points, XLA) the forward pass measured 1.19x slower per training step
-    #: than the tapes (benchmarks/results/pinn.json), so it is not the default. Set it on an
-    #: instance: ``problem.partials_method = "forward"``.
+    #: (3 x 20 tanh, 2540 points, XLA) a training step measured 1.13x faster with it than with the
+    #: tapes (docs/benchmarks.md); it is opt-in for now. Set it on an instance:
+    #: ``problem.partials_method = "forward"``.
     partials_method: str = "nested"
 
     def named_partials(self, solution: Callable, x: tf.Tensor, needs: Sequence[Any]) -> dict:
