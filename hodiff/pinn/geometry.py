@@ -234,7 +234,8 @@ class Geometry:
     @property
     def extras(self) -> tuple[str, ...]:
         """The coordinates without boundary: time and parameters, in column order."""
-        return tuple(c for c in self.coords if c not in self.space)
+        space = set(self.space)  # a set: in D = 100,000 dimensions a tuple lookup per coordinate is O(D^2)
+        return tuple(c for c in self.coords if c not in space)
 
     @property
     def low(self) -> np.ndarray:
@@ -282,8 +283,13 @@ class Geometry:
         return np.ones(len(xs), dtype=bool)
 
     # ----- helpers --------------------------------------------------------------------------------
+    def _columns(self, names: tuple[str, ...]) -> list[int]:
+        """The column of each name (a dict lookup: ``coords.index`` per name is O(D^2) in D dimensions)."""
+        column = {name: j for j, name in enumerate(self.coords)}
+        return [column[name] for name in names]
+
     def _split(self, points: np.ndarray) -> np.ndarray:
-        return points[:, [self.coords.index(c) for c in self.space]]
+        return points[:, self._columns(self.space)]
 
     def _extras_inside(self, points: np.ndarray) -> np.ndarray:
         inside = np.ones(len(points), dtype=bool)
@@ -296,8 +302,7 @@ class Geometry:
 
     def _assemble(self, space: np.ndarray, unit_extras: np.ndarray) -> np.ndarray:
         points = np.zeros((len(space), len(self.coords)))
-        for j, name in enumerate(self.space):
-            points[:, self.coords.index(name)] = space[:, j]
+        points[:, self._columns(self.space)] = space
         for j, name in enumerate(self.extras):
             low, high = self.bounds[name]
             points[:, self.coords.index(name)] = low + unit_extras[:, j] * (high - low)
