@@ -54,8 +54,7 @@ INTERIOR, BOUNDARY, INITIAL = 2540, 80, 160
 
 
 def hodiff_trainer(partials_method: str = "nested") -> pinn.Trainer:
-    problem = burgers.problem(conditions_count=(BOUNDARY, INITIAL))
-    problem.partials_method = partials_method
+    problem = burgers.problem(conditions_count=(BOUNDARY, INITIAL)).replace(partials_method=partials_method)
     model = pinn.mlp(problem.domain, width=20, depth=3, dtype="float32")
     return pinn.Trainer(
         problem, model, interior=INTERIOR, steps_per_call=STEPS_PER_CALL, log_every=STEPS_PER_CALL, progress=False

@@ -313,12 +313,6 @@ def _propagate_separately(
     return value, stacked, None if channels is None else tf.stack(channels)
 
 
-#: :func:`forward_partials` propagates every row as its own tensor (True: on DeepXDE's Burgers network,
-#: 3 x 20 tanh, a training step 1.13x faster than nested tapes) or stacked (False: 1.18x slower than the
-#: tapes there; concatenations and slices cost more than the matmuls they save at width 20).
-SEPARATE_ROWS = True
-
-
 def _prepare(model: Any, x: Any, caller: str) -> tuple[list[tuple[str, Any]], tf.Tensor, tf.DType, int]:
     """The propagation steps, ``x`` in the propagation dtype, ``x``'s own dtype and ``d``."""
     x = _validate.as_differentiable(x, "x", caller)
@@ -390,6 +384,7 @@ def forward_partials(
     x: tf.Tensor,
     first: Sequence[int] = (),
     second: Sequence[int] = (),
+    separate_rows: bool = True,
     caller: str = "forward_partials",
 ) -> tuple[tf.Tensor, dict[int, tf.Tensor], dict[int, tf.Tensor]]:
     """Value, chosen first partials and chosen pure second partials of a Keras chain, in one pass.
@@ -405,6 +400,10 @@ def forward_partials(
       x: points, shape ``(N, d)``.
       first: coordinates ``i`` whose first partials ``du/dx_i`` are wanted.
       second: coordinates ``i`` whose pure second partials ``d^2u/dx_i^2`` are wanted.
+      separate_rows: propagate every row as its own tensor (default: on DeepXDE's Burgers
+        network, 3 x 20 tanh, a training step 1.13x faster than nested tapes) or stacked
+        (1.18x slower there: at width 20 concatenations and slices cost more than the matmuls
+        they save; stacking pays off for wide layers).
       caller: name used in error messages.
 
     Returns:
@@ -431,7 +430,7 @@ def forward_partials(
     directions = sorted({int(i) for i in first} | {int(i) for i in second})
     row = {i: r for r, i in enumerate(directions)}
     tangents = tf.gather(tf.eye(d, dtype=x.dtype), directions) if directions else tf.zeros([0, d], x.dtype)
-    propagate = _propagate_separately if SEPARATE_ROWS else _propagate
+    propagate = _propagate_separately if separate_rows else _propagate
     value, moved, channels = propagate(steps, x, tangents, [[row[int(i)]] for i in second])
     moved = _per_point(moved, tf.shape(x)[0])
     cast = lambda t: tf.cast(t, result_dtype)

@@ -105,15 +105,13 @@ def test_rescaling_layer_is_propagated(run):
 
 
 @pytest.mark.parametrize("separate", [False, True])
-def test_forward_partials_match_nested_partials(run, separate, monkeypatch):
-    from hodiff import taylor
+def test_forward_partials_match_nested_partials(run, separate):
     from hodiff.taylor import forward_partials
-
-    monkeypatch.setattr(taylor, "SEPARATE_ROWS", separate)
 
     model = make_mlp(3, 2, width=8, depth=3)
     x = points(6, 3)
-    value, firsts, seconds = run(lambda x: forward_partials(model, x, first=(0, 2), second=(1, 2)), x)
+    propagate = lambda x: forward_partials(model, x, first=(0, 2), second=(1, 2), separate_rows=separate)
+    value, firsts, seconds = run(propagate, x)
     assert sorted(firsts) == [0, 2] and sorted(seconds) == [1, 2]
     np.testing.assert_allclose(value, model(x), rtol=1e-12)
     for k in range(2):
@@ -132,7 +130,7 @@ def test_forward_partials_reject_a_coordinate_out_of_range():
 
 
 def test_problem_partials_by_one_forward_pass_match_nested_tapes(run):
-    """Problem.named_partials(partials_method="forward") on a Keras chain: the same values as the tapes."""
+    """Problem(partials_method="forward") on a Keras chain: the same partials as the tapes."""
     from hodiff import pinn
 
     problem = pinn.Problem(
@@ -146,9 +144,8 @@ def test_problem_partials_by_one_forward_pass_match_nested_tapes(run):
     x = points(7, 2)
     assert problem._forward_ready(solution.keras_chain, {"u_xx": ("u", ("x", "x"))})  # the forward path is taken
     assert not problem._forward_ready(solution.keras_chain, {"u_xt": ("u", ("x", "t"))})  # mixed: nested tapes
-    problem.partials_method = "forward"
-    forward = run(lambda x: problem.named_partials(solution, x, problem.needs), x)
-    problem.partials_method = "nested"
+    forward_problem = problem.replace(partials_method="forward")
+    forward = run(lambda x: forward_problem.named_partials(solution, x, problem.needs), x)
     nested = problem.named_partials(solution, x, problem.needs)
     assert set(forward) == set(nested) == {"u", "u_t", "u_x", "u_xx", "v_tt"}
     for key in nested:

@@ -192,6 +192,12 @@ class Problem:
       unbiased: with :class:`Stochastic` needs, the residual terms are ``mean(r1 * r2)`` over two
         independent draws (``True``, default: an unbiased loss and gradient) or ``mean(r^2)`` over
         one (``False``: biased upwards by the estimator's variance). No effect without them.
+      partials_method: how :meth:`named_partials` differentiates: ``"nested"`` (default) uses
+        nested tapes; ``"forward"`` one Taylor-mode pass (:func:`hodiff.taylor.forward_partials`)
+        when the solution is a supported Keras chain (no output transform) and every need is a
+        value, a first or a pure second partial, and nested tapes otherwise. On DeepXDE's Burgers
+        network (3 x 20 tanh, 2540 points, XLA) a training step measured 1.13x faster with it
+        (docs/benchmarks.md).
 
     Attributes:
       term_names: the loss terms, residuals then conditions, fixed at construction.
@@ -210,7 +216,14 @@ class Problem:
         residual_names: Sequence[str] | None = None,
         causal: CausalWeights | None = None,
         unbiased: bool = True,
+        partials_method: str = "nested",
     ):
+        if partials_method not in ("nested", "forward"):
+            raise ValueError(
+                f"Problem: partials_method={partials_method!r} is not an option; use 'nested' (tapes) or "
+                "'forward' (one forward pass for Keras chains, tapes otherwise)."
+            )
+        self.partials_method = partials_method
         self.domain, self.residual, self.fields = domain, residual, tuple(fields)
         self.conditions, self.parameters = list(conditions), dict(parameters or {})
         self.output_transform, self.unbiased = output_transform, bool(unbiased)
@@ -310,11 +323,11 @@ class Problem:
 
     def replace(self, **changes: Any) -> Problem:
         """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``)."""
-        unknown = set(changes) - {"causal", "weights", "output_transform", "unbiased"}
+        allowed = ("causal", "weights", "output_transform", "unbiased", "partials_method")
+        unknown = set(changes) - set(allowed)
         if unknown:
             raise ValueError(
-                f"Problem.replace: can change causal, weights, output_transform and unbiased, not {sorted(unknown)}; "
-                f"build a new Problem."
+                f"Problem.replace: can change {', '.join(allowed)}, not {sorted(unknown)}; build a new Problem."
             )
         arguments = {
             "domain": self.domain,
@@ -328,6 +341,7 @@ class Problem:
             "residual_names": self.residual_names,
             "causal": self.causal,
             "unbiased": self.unbiased,
+            "partials_method": self.partials_method,
         }
         return Problem(**{**arguments, **changes})
 
@@ -354,15 +368,6 @@ class Problem:
             points[condition.name] = condition.sample(self.domain, method, seed + 1 + i)
         return points
 
-    #: How :meth:`named_partials` differentiates: ``"nested"`` (default) uses nested tapes;
-    #: ``"forward"`` propagates one Taylor-mode pass (:func:`hodiff.taylor.forward_partials`) when
-    #: the solution is a supported Keras chain (no output transform) and every need is a value, a
-    #: first or a pure second partial, and nested tapes otherwise. On DeepXDE's Burgers network
-    #: (3 x 20 tanh, 2540 points, XLA) a training step measured 1.13x faster with it than with the
-    #: tapes (docs/benchmarks.md); it is opt-in for now. Set it on an instance:
-    #: ``problem.partials_method = "forward"``.
-    partials_method: str = "nested"
-
     def named_partials(self, solution: Callable, x: tf.Tensor, needs: Sequence[Any]) -> dict:
         """The values and partials named in ``needs`` at points ``x`` ``(N, d)``, each ``(N,)``.
 
@@ -382,11 +387,6 @@ class Problem:
           ``{entry: (N,)}`` keyed by the entries as written (lists become tuples).
         """
         parsed = names.parse_needs(needs, self.fields, self.domain.coords)
-        if self.partials_method not in ("nested", "forward"):
-            raise ValueError(
-                f"Problem: partials_method={self.partials_method!r} is not an option; use 'nested' (tapes) or "
-                "'forward' (one forward pass for Keras chains, tapes otherwise)."
-            )
         model = getattr(solution, "keras_chain", None)
         if self.partials_method == "forward" and model is not None and parsed and self._forward_ready(model, parsed):
             return self._forward_partials(model, x, parsed)
