@@ -35,6 +35,8 @@ import scipy.optimize
 import tensorflow as tf
 from tqdm.auto import tqdm
 
+from hodiff.step import xla_reaches
+
 __all__ = ["minimize_lbfgs"]
 
 logger = logging.getLogger(__name__)
@@ -185,11 +187,3 @@ def minimize_lbfgs(
         result.message,
     )
     return result
-
-
-def xla_reaches(strategy: tf.distribute.Strategy) -> bool:
-    """Whether an XLA-compiled replica function can read the strategy's variables: not with
-    several logical CPU devices in one process (XLA cannot read a variable placed on another
-    CPU device), yes on GPUs and with one device per worker."""
-    devices = strategy.extended.worker_devices
-    return len(devices) == 1 or not any("CPU" in device.upper() for device in devices)

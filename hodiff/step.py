@@ -29,7 +29,7 @@ from hodiff import _validate
 from hodiff.monitor import gradient_stats, write_summaries
 from hodiff.transforms import GradientTransform, identity
 
-__all__ = ["TrainStep", "full_precision", "unscale"]
+__all__ = ["TrainStep", "full_precision", "unscale", "xla_reaches"]
 
 _HALF = (tf.float16, tf.bfloat16)
 
@@ -157,7 +157,7 @@ class TrainStep(tf.Module):
         else:
             self._loss_and_grads = self._replicated_loss_and_grads
             self._compiled_local = tf.function(
-                self._local_loss_and_grads, jit_compile=jit_compile and _xla_reaches_replica_variables(strategy)
+                self._local_loss_and_grads, jit_compile=jit_compile and xla_reaches(strategy)
             )
         self._compiled = tf.function(self._steps, jit_compile=jit_compile and strategy is None)
 
@@ -298,6 +298,9 @@ class TrainStep(tf.Module):
         return tf.reduce_all([tf.shape(leaf)[axis] > 0 for leaf in leaves])
 
 
-def _xla_reaches_replica_variables(strategy: tf.distribute.Strategy) -> bool:
+def xla_reaches(strategy: tf.distribute.Strategy) -> bool:
+    """Whether an XLA-compiled replica function can read the strategy's variables: not with
+    several logical CPU devices in one process (XLA cannot read a variable placed on another
+    CPU device), yes on GPUs and with one device per worker."""
     devices = strategy.extended.worker_devices
     return len(devices) == 1 or not any("CPU" in device.upper() for device in devices)
