@@ -702,7 +702,8 @@ class MetaLearner(tf.Module):
             :meth:`meta_step`.
           steps: inner steps (default: the training ``inner_steps``). Meta-SGD's and MAML++'s
             learned rates are applied at every step (MAML++ repeats its last step's rates).
-          support_mask, query_mask: as for :meth:`meta_step`.
+          support_mask: as for :meth:`meta_step`.
+          query_mask: as for :meth:`meta_step`.
           on_nonfinite: what to do when a task diverges (a non-finite loss or adapted
             parameter): ``"warn"`` logs a warning, ``"raise"`` raises ``FloatingPointError``,
             ``"ignore"`` only marks it in :attr:`MetaEvaluation.diverged`.
