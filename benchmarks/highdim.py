@@ -33,7 +33,6 @@ nested tapes at d = 8.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
@@ -48,7 +47,7 @@ import numpy as np
 import tensorflow as tf
 
 import hodiff
-from benchmarks.timing import interleaved_median_seconds, machine, report, suite_arguments
+from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, suite_arguments
 from hodiff import stde
 
 RESULTS = Path(__file__).parent / "results" / "highdim.json"
@@ -208,7 +207,7 @@ def _resident_mib() -> dict[str, float]:
 
 
 def _memory_in_child(queue, name: str, d: int, steps: int, device: str | None) -> None:
-    with _on_device(device):
+    with on_device(device):
         warm = training_step(name, mlp(SAMPLES))  # initialises TensorFlow's and XLA's runtimes
         warm(*problem_data(SAMPLES)).numpy()
         model = mlp(d)
@@ -242,10 +241,6 @@ def step_memory_mib(name: str, d: int, steps: int = 2, device: str | None = None
         child.join()
         return None
     return queue.get() if not queue.empty() else None
-
-
-def _on_device(device: str | None):
-    return tf.device(device) if device else contextlib.nullcontext()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -473,7 +468,7 @@ def main(argv=None) -> int:
     )
     start = time.perf_counter()
     results["highdim"], results["biharmonic"] = [], []
-    with _on_device(device):
+    with on_device(device):
         for d in dims:
             calls = 10 if d <= 100 else 3 if d <= 1000 else 1
             results["highdim"].append(bench_dimension(d, args.repeats, calls, replicas, device))
