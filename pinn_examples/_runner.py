@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -355,8 +356,11 @@ def _check_memory(settings: Settings, dimension: int) -> None:
         )
 
 
-def _check_output(args: argparse.Namespace) -> None:
-    """Before any work: --output is writable, and holds a run only with --resume or --overwrite."""
+def check_output(
+    args: argparse.Namespace, run_files: tuple[str, ...] = RUN_FILES, replaced: tuple[str, ...] = RESULT_FILES
+) -> None:
+    """Before any work: --output is writable, and holds a run (any of ``run_files``) only with
+    --resume or --overwrite; --overwrite removes ``replaced`` (files or directories)."""
     output = args.output
     if args.resume and not os.path.isdir(os.path.join(output, "checkpoints")):
         raise SystemExit(f"--resume: no checkpoints in {output}/checkpoints; run without --resume first.")
@@ -368,15 +372,17 @@ def _check_output(args: argparse.Namespace) -> None:
         raise SystemExit(
             f"--output {output}: cannot write there ({error.strerror or error}); choose another --output."
         ) from None
-    held = [name for name in RUN_FILES if os.path.lexists(os.path.join(output, name))]
+    held = [name for name in run_files if os.path.lexists(os.path.join(output, name))]
     if held and not (args.resume or args.overwrite):
         raise SystemExit(
             f"--output {output} already holds a run ({', '.join(held)}); continue it with --resume, "
             "replace it with --overwrite, or choose another --output."
         )
     if args.overwrite:
-        for name in RESULT_FILES:  # the trainer replaces its own files (history, checkpoints, logs)
-            if os.path.lexists(path := os.path.join(output, name)):
+        for name in replaced:  # by default the trainer replaces its own files (history, checkpoints, logs)
+            if os.path.isdir(path := os.path.join(output, name)) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
                 os.remove(path)
 
 
@@ -595,7 +601,7 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         problem, model = example.build(settings)
     _check_memory(settings, len(problem.domain.coords))
-    _check_output(args)
+    check_output(args)
     axes, values = example.reference()
     shape = tuple(len(axis) for axis in axes.values())
     reference = reference_fields(example, values, tuple(problem.fields), shape)

@@ -23,13 +23,12 @@ import argparse
 import dataclasses
 import json
 import os
-import tempfile
 import time
 
 import numpy as np
 
 from pinn_examples import deeponet_reference
-from pinn_examples._runner import TARGET_MISSED, number
+from pinn_examples._runner import TARGET_MISSED, check_output, number
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -199,35 +198,6 @@ def parse_args(argv) -> tuple[argparse.Namespace, Settings]:
     return args, dataclasses.replace(PRESETS[args.preset], **overrides)
 
 
-def _check_output(args: argparse.Namespace) -> None:
-    output = args.output
-    if args.resume and not os.path.isdir(os.path.join(output, "checkpoints")):
-        raise SystemExit(f"--resume: no checkpoints in {output}/checkpoints; run without --resume first.")
-    try:
-        os.makedirs(output, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=output, prefix=".write-test-"):
-            pass
-    except OSError as error:
-        raise SystemExit(
-            f"--output {output}: cannot write there ({error.strerror or error}); choose another."
-        ) from None
-    held = [name for name in RUN_FILES if os.path.lexists(os.path.join(output, name))]
-    if held and not (args.resume or args.overwrite):
-        raise SystemExit(
-            f"--output {output} already holds a run ({', '.join(held)}); continue it with --resume, "
-            "replace it with --overwrite, or choose another --output."
-        )
-    if args.overwrite:
-        import shutil
-
-        for name in RUN_FILES:
-            path = os.path.join(output, name)
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            elif os.path.lexists(path):
-                os.remove(path)
-
-
 def _checkpoint(net, optimizer, output: str):
     import tensorflow as tf
 
@@ -362,7 +332,7 @@ def run(argv=None) -> int:
     args, settings = parse_args(argv)
     if args.evaluate is not None:
         return evaluate(args)
-    _check_output(args)
+    check_output(args, RUN_FILES, RUN_FILES)
     from hodiff.pinn.plotting import plot_field, plot_history
     from hodiff.pinn.runlog import atomic_write, write_json
 

@@ -48,10 +48,10 @@ import numpy as np
 from pinn_examples._runner import (
     Example,
     Settings,
-    _check_output,
     _setting,
     _verdict,
     _write_results,
+    check_output,
     evaluate,
     field_errors,
     make_trainer,
@@ -269,8 +269,7 @@ def build(settings: HighDimSettings):
     pde = settings.pde
 
     def residual(d, x, p):
-        points = tf.stack(list(x.values()), axis=1)
-        f = forcing(points, c, pde)
+        f = forcing(x.points, c, pde)  # the (N, D) tensor: no slice per coordinate
         lap, u = d["lap_u"], d["u"]
         if pde == "poisson":
             return -lap - f
@@ -368,7 +367,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.evaluate is not None:
         return evaluate(EXAMPLE, args)
     problem, model = build(settings)
-    _check_output(args)
+    check_output(args)
     # --max-minutes and --test-points do not change the training: stored as their defaults (a resume may change them)
     defaults = HighDimSettings()
     stored = dataclasses.replace(settings, max_minutes=defaults.max_minutes, test_points=defaults.test_points)

@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,9 +37,27 @@ Value = float | Callable[[dict], tf.Tensor]
 PLACES = ("boundary", "initial", "interior")
 
 
-def named_columns(x: tf.Tensor, coords: tuple[str, ...]) -> dict[str, tf.Tensor]:
-    """``{name: x[:, i]}`` for the named coordinates."""
-    return {name: x[:, i] for i, name in enumerate(coords)}
+class Columns(Mapping):
+    """``{name: x[:, i]}`` for the named coordinates, each column sliced when it is read, and
+    ``.points``, the whole ``(N, d)`` tensor: a residual in thousands of dimensions reads
+    ``x.points`` instead of building (and compiling) one slice per coordinate."""
+
+    def __init__(self, points: tf.Tensor, coords: tuple[str, ...]):
+        self.points, self._index = points, {name: i for i, name in enumerate(coords)}
+
+    def __getitem__(self, name: str) -> tf.Tensor:
+        return self.points[:, self._index[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def named_columns(x: tf.Tensor, coords: tuple[str, ...]) -> Columns:
+    """``{name: x[:, i]}`` for the named coordinates (a :class:`Columns` mapping, with ``.points``)."""
+    return Columns(x, tuple(coords))
 
 
 def _checked(value: Value, kind: str, name: str, label: str = "value") -> Value:
@@ -129,7 +147,7 @@ class Condition:
 
     def __init__(
         self,
-        residual: Callable[[dict, dict, dict], Any],
+        residual: Callable[[dict, Mapping, dict], Any],
         needs: Sequence[Any],
         on: Any = "boundary",
         where: Any = None,
@@ -276,7 +294,7 @@ class Condition:
             "give the points as on=array."
         )
 
-    def evaluate(self, d: dict, x: dict, n: dict, arrays: dict[str, tf.Tensor]) -> Any:
+    def evaluate(self, d: dict, x: Mapping, n: dict, arrays: dict[str, tf.Tensor]) -> Any:
         """The raw residual from the named partials (subclasses may read more ``arrays``)."""
         return self.function(d, x, n)
 

@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -34,7 +34,7 @@ from hodiff.pinn.geometry import Box
 
 __all__ = ["CausalWeights", "Problem", "Stochastic"]
 
-Residual = Callable[[dict, dict, dict], Any]
+Residual = Callable[[dict, Mapping, dict], Any]
 
 
 @dataclasses.dataclass
