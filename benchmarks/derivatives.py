@@ -9,7 +9,6 @@ For a tanh MLP with 4 hidden layers it times, side by side in one run:
 Writes ``benchmarks/results/derivatives.json`` and prints a Markdown table.
 """
 
-import multiprocessing
 import os
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import tensorflow as tf
 
 import hodiff
 from benchmarks import peers
-from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, suite_arguments
+from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, run_in_child, suite_arguments
 
 CONFIGS = [(2, 20, 2540), (3, 64, 4096), (10, 128, 1024), (100, 128, 256)]  # (d, width, N)
 RESULTS = Path(__file__).parent / "results" / "derivatives.json"
@@ -95,16 +94,7 @@ def time_with_compile_budget(d, width, n, route_name, what, repeats, budget_seco
     TensorFlow's own batch_jacobian route can spend many minutes in XLA's constant folding
     (pfor-expanded graphs); a child process can be stopped, a compiling thread cannot.
     """
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    child = context.Process(target=_time_in_child, args=(queue, d, width, n, route_name, what, repeats, device))
-    child.start()
-    child.join(budget_seconds)
-    if child.is_alive():
-        child.terminate()
-        child.join()
-        return None
-    return queue.get() if not queue.empty() else None
+    return run_in_child(_time_in_child, (d, width, n, route_name, what, repeats, device), budget_seconds)
 
 
 def bench_laplacian(d, width, n, repeats, tf_budget_seconds, device=None, with_peers=True):

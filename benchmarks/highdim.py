@@ -34,7 +34,6 @@ nested tapes at d = 8.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import time
 from collections.abc import Callable
@@ -47,7 +46,7 @@ import numpy as np
 import tensorflow as tf
 
 import hodiff
-from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, suite_arguments
+from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, run_in_child, suite_arguments
 from hodiff import stde
 
 RESULTS = Path(__file__).parent / "results" / "highdim.json"
@@ -231,16 +230,7 @@ def step_memory_mib(name: str, d: int, steps: int = 2, device: str | None = None
     """
     if not Path("/proc/self/clear_refs").exists():
         return None
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    child = context.Process(target=_memory_in_child, args=(queue, name, d, steps, device))
-    child.start()
-    child.join(budget_seconds)
-    if child.is_alive():
-        child.terminate()
-        child.join()
-        return None
-    return queue.get() if not queue.empty() else None
+    return run_in_child(_memory_in_child, (name, d, steps, device), budget_seconds)
 
 
 # ---------------------------------------------------------------------------------------------

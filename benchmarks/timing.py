@@ -160,3 +160,21 @@ def report(results: dict, table: str, output: Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps({**results, "markdown": table}, indent=2) + "\n")
     print(f"\nwrote {output}")
+
+
+def run_in_child(target: Callable, args: tuple, budget_seconds: float) -> object:
+    """``target(queue, *args)`` in a fresh (spawned) process; what it puts on ``queue``, or
+    ``None`` when it puts nothing or runs past ``budget_seconds`` (then it is stopped: a child
+    process can be stopped, a compiling thread cannot)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=target, args=(queue, *args))
+    child.start()
+    child.join(budget_seconds)
+    if child.is_alive():
+        child.terminate()
+        child.join()
+        return None
+    return queue.get() if not queue.empty() else None
