@@ -42,6 +42,7 @@ __all__ = [
     "taylor_coefficients",
     "directional_derivative",
     "contracted_derivative",
+    "forward_biharmonic",
     "check_order",
 ]
 
@@ -236,8 +237,9 @@ def _first_layer(directions: tf.Tensor | SparseDirections, kernel: tf.Tensor) ->
 # The two paths.
 
 
-def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str, mixing: Any = None) -> list[tf.Tensor]:
-    """Coefficients ``0..k``; with ``mixing`` (``(N, R, S)``) the last is ``sum_s mixing[:, r, s] c_k^(s)``."""
+def _steps(model: Any, x: tf.Tensor, order: int, caller: str) -> tuple[list[tuple[str, Any]], tf.DType]:
+    """The propagation steps of a Keras chain (activations with derivatives up to ``order``) and the
+    dtype to propagate in: the wider of ``x``'s and the model's compute dtype."""
     steps = taylor.supported_layers(model, caller, activation_rule=lambda s: _derivatives_rule(s, order))
     dense_layers = [layer for kind, layer in steps if kind == "dense"]
     if not dense_layers:
@@ -248,8 +250,14 @@ def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str,
             f"{caller}: x has d={d} columns but the model's first Dense layer expects "
             f"{dense_layers[0].kernel.shape[0]} inputs."
         )
+    return steps, max(x.dtype, tf.as_dtype(dense_layers[0].compute_dtype), key=lambda t: t.size)
+
+
+def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str, mixing: Any = None) -> list[tf.Tensor]:
+    """Coefficients ``0..k``; with ``mixing`` (``(N, R, S)``) the last is ``sum_s mixing[:, r, s] c_k^(s)``."""
+    steps, dtype = _steps(model, x, order, caller)
+    d = x.shape[1]
     result_dtype = x.dtype
-    dtype = max(result_dtype, tf.as_dtype(dense_layers[0].compute_dtype), key=lambda t: t.size)
     v = _directions(directions, x, dtype, caller)
     num_points = tf.shape(x)[0]
     collapse = mixing is not None and order > 1  # carry coefficient k as R weighted sums, not S copies
@@ -462,3 +470,137 @@ def contracted_derivative(
         return _forward(u, x, directions, order, caller, mixing)[-1] * math.factorial(order)
     each = directional_derivative(u, x, directions, order, method, caller)
     return tf.einsum("nrs,ns...->nr...", tf.cast(mixing, each.dtype), each)
+
+
+# ---------------------------------------------------------------------------------------------
+# The biharmonic in one collapsed pass.
+
+
+def _biharmonic_activation(
+    derivatives: list[tf.Tensor],
+    g: tf.Tensor,
+    hessian: tf.Tensor | None,
+    gradient_of_laplacian: tf.Tensor | None,
+    biharmonic: tf.Tensor | None,
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """The rows of ``y = s(h)`` from those of ``h`` (chain rule up to order 4, summed over coordinates).
+
+    ``g`` ``(d, N, w)`` (or ``(d, 1, w)``) holds ``h_i``, ``hessian`` ``(P, N, w)`` the ``h_ij``
+    for ``i <= j``, ``gradient_of_laplacian`` ``(d, N, w)`` ``(Delta h)_i`` and ``biharmonic``
+    ``(N, w)``; ``None`` for zero (the first activation after the input's affine maps). With
+    ``q = sum_i h_i^2`` and ``L = Delta h = tr(h_ij)``:
+
+    - ``y_i = s' h_i``, ``y_ij = s' h_ij + s'' h_i h_j``;
+    - ``(Delta y)_i = s' (Delta h)_i + s'' (h_i L + 2 sum_j h_ij h_j) + s''' h_i q``;
+    - ``Delta^2 y = s' Delta^2 h + s'' (L^2 + 4 sum_i h_i (Delta h)_i + 2 |h_ij|^2)
+      + s''' (2 q L + 4 sum_ij h_i h_ij h_j) + s'''' q^2``.
+    """
+    first, second, full, multiplicity = pairs
+    s1, s2, s3, s4 = derivatives[1:5]
+    d = len(full)
+    q = tf.reduce_sum(g * g, axis=0)
+    new_g = s1 * g
+    outer = tf.gather(g, first) * tf.gather(g, second)
+    new_hessian = s2 * outer if hessian is None else s1 * hessian + s2 * outer
+    if hessian is None:
+        return new_g, new_hessian, s3 * g * q, s4 * q * q
+    assert gradient_of_laplacian is not None and biharmonic is not None
+    laplacian = tf.reduce_sum(tf.gather(hessian, np.flatnonzero(first == second)), axis=0)
+    square = tf.gather(hessian, full.reshape(-1))  # (d * d, N, w): the full symmetric h_ij
+    square = tf.reshape(square, tf.concat([[d, d], tf.shape(hessian)[1:]], 0))
+    hessian_g = tf.reduce_sum(square * g[None], axis=1)  # sum_j h_ij h_j, (d, N, w)
+    frobenius = tf.reduce_sum(tf.constant(multiplicity, hessian.dtype)[:, None, None] * hessian * hessian, axis=0)
+    new_gradient = s1 * gradient_of_laplacian + s2 * (g * laplacian + 2.0 * hessian_g) + s3 * g * q
+    new_biharmonic = (
+        s1 * biharmonic
+        + s2 * (laplacian * laplacian + 4.0 * tf.reduce_sum(g * gradient_of_laplacian, axis=0) + 2.0 * frobenius)
+        + s3 * (2.0 * q * laplacian + 4.0 * tf.reduce_sum(g * hessian_g, axis=0))
+        + s4 * q * q
+    )
+    return new_g, new_hessian, new_gradient, new_biharmonic
+
+
+def forward_biharmonic(model: Any, x: tf.Tensor, caller: str = "forward_biharmonic") -> tf.Tensor:
+    """The exact biharmonic ``Delta^2 u = sum_ij u_iijj`` of a Keras chain, in one collapsed pass.
+
+    The Laplacian of the Laplacian in Taylor mode, with the sums over coordinates carried as
+    sums (collapsed): every layer's output ``h`` travels with its gradient ``h_i`` (``d`` rows),
+    its Hessian ``h_ij`` (``d (d + 1) / 2`` rows, ``i <= j``), the gradient of its Laplacian
+    ``(Delta h)_i`` (``d`` rows) and its biharmonic (one row): ``(d + 1)(d + 4) / 2`` rows per
+    point through every Dense layer, one matmul for all of them, against ``3 d^2 + 1`` for the
+    ``d^2`` order-4 jets of the polarisation formula (:func:`hodiff.stde.biharmonic`'s terms).
+    An activation updates them by the chain rule up to order 4 (see the source for the formulas).
+
+    Args:
+      model: a ``keras.Sequential`` or functional chain of Dense and elementwise Activation
+        layers, as for :func:`taylor_coefficients`.
+      x: points, shape ``(N, d)``.
+      caller: name used in error messages.
+
+    Returns:
+      The biharmonic of every output, shape ``(N, k)``, in the dtype of ``x``.
+
+    References:
+      Dangel, Siebert, Zeinhofer and Walther, "Collapsing Taylor mode automatic
+      differentiation", 2025 (arXiv:2505.13644).
+
+    Example:
+      ```python
+      import keras, tensorflow as tf
+      from hodiff import stde
+      from hodiff.jets import forward_biharmonic
+
+      model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(8, "tanh"), keras.layers.Dense(1)])
+      x = tf.random.normal((4, 3))
+      by_jets = stde.apply(model, x, stde.biharmonic(), method="nested")   # 9 order-4 jets by tapes
+      tf.debugging.assert_near(forward_biharmonic(model, x), by_jets, rtol=1e-3, atol=1e-3)
+      ```
+    """
+    x = _validate.as_differentiable(x, "x", caller)
+    d = _validate.check_field_points(x, caller)
+    if not isinstance(model, (keras.Model, keras.layers.Layer)):
+        raise ValueError(
+            f"{caller}: propagates through Keras chains of Dense and elementwise Activation layers; got "
+            f"{type(model).__name__}. Use hodiff.stde.apply(u, x, hodiff.stde.biharmonic(), method='nested')."
+        )
+    steps, dtype = _steps(model, x, 4, caller)
+    first, second = np.triu_indices(d)
+    full = np.zeros((d, d), np.int64)
+    full[first, second] = full[second, first] = np.arange(len(first))
+    pairs = (first, second, full, np.where(first == second, 1.0, 2.0))
+    rows = [1, d, len(first), d]  # value, h_i, h_ij, (Delta h)_i; then the biharmonic
+    num_points = tf.shape(x)[0]
+    value = tf.cast(x, dtype)
+    tangents = None  # (d, w): the gradient rows, the same at every point until the first activation
+    jet = None  # afterwards: (1 + d + P + d + 1, N, w)
+    for kind, step in steps:
+        if kind == "dense":
+            kernel = tf.cast(step.kernel, dtype)
+            if jet is None:
+                tangents = kernel if tangents is None else tf.matmul(tangents, kernel)
+                value = tf.matmul(value, kernel)
+                if step.use_bias:
+                    value = value + tf.cast(step.bias, dtype)
+            else:
+                product = tf.matmul(tf.reshape(jet, [-1, kernel.shape[0]]), kernel)
+                jet = tf.reshape(product, tf.stack([-1, num_points, kernel.shape[1]]))
+                if step.use_bias:  # the bias shifts the value only
+                    jet = tf.concat([jet[:1] + tf.cast(step.bias, dtype), jet[1:]], axis=0)
+            continue
+        if jet is None:
+            g = (tf.eye(d, dtype=dtype) if tangents is None else tangents)[:, None, :]
+            h, hessian, gradient, biharmonic = value, None, None, None
+        else:
+            h, g, hessian, gradient, biharmonic = tf.split(jet, rows + [1], axis=0)
+            h, biharmonic = h[0], biharmonic[0]
+        derivatives = step(h)
+        g, hessian, gradient, biharmonic = _biharmonic_activation(derivatives, g, hessian, gradient, biharmonic, pairs)
+        width = tf.shape(derivatives[0])
+        jet = tf.concat(
+            [derivatives[0][None], tf.broadcast_to(g, tf.concat([[d], width], 0)), hessian, gradient, biharmonic[None]],
+            axis=0,
+        )
+    if jet is None:  # an affine model: every fourth derivative vanishes
+        return tf.zeros_like(tf.cast(value, x.dtype))
+    return tf.cast(jet[-1], x.dtype)

@@ -38,12 +38,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from hodiff import _validate
 from hodiff.estimators import Estimate, mean_and_stderr
-from hodiff.jets import SparseDirections, check_order, contracted_derivative, directional_derivative
+from hodiff.jets import (
+    SparseDirections,
+    check_order,
+    contracted_derivative,
+    directional_derivative,
+    forward_biharmonic,
+)
 
 __all__ = [
     "SAMPLINGS",
@@ -90,6 +97,9 @@ class Operator:
       dense: function ``(z, d, distribution) -> (directions, weights)`` turning random vectors ``z``
         of shape ``(N, S, d)`` into ``P`` directions ``(N, S, P, d)`` and weights ``(P,)`` whose
         weighted jets have the operator as expectation; ``None`` when no dense estimator exists.
+      forward: optional function ``(model, x, caller) -> (N, k)``, a dedicated one-pass exact
+        propagation through a Keras chain that :func:`apply` uses for ``method="forward"``
+        instead of summing the jets of ``exact_terms`` (the biharmonic's collapsed pass).
     """
 
     name: str
@@ -97,6 +107,7 @@ class Operator:
     terms: Callable[[int], Terms]
     exact_terms: Callable[[int], Terms]
     dense: Callable[[tf.Tensor, int, str], tuple[tf.Tensor, list[float]]] | None = None
+    forward: Callable[[Any, tf.Tensor, str], tf.Tensor] | None = None
 
 
 def _basis_terms(weights: np.ndarray) -> Terms:
@@ -163,9 +174,11 @@ def _biharmonic_dense(z: tf.Tensor, d: int, distribution: str) -> tuple[tf.Tenso
 def biharmonic() -> Operator:
     """The biharmonic ``Delta^2 u = sum_{i,j} u_iijj``, the Laplacian of the Laplacian (order 4).
 
-    Exact: ``d^2`` jets of order 4 (``d`` along ``e_i``, two along ``e_i +- e_j`` per pair).
-    Sparse: ``B`` of the ``d (d + 1) / 2`` groups ``{i <= j}`` per point (``u_iiii``, or
-    ``2 u_iijj`` from four jets), scaled. Dense: Gaussian ``v`` only, ``D^4_v u / 3``.
+    Exact: through a Keras chain (``method="forward"``), one collapsed pass
+    (:func:`hodiff.jets.forward_biharmonic`, ``(d + 1)(d + 4) / 2`` rows per point); otherwise
+    ``d^2`` jets of order 4 (``d`` along ``e_i``, two along ``e_i +- e_j`` per pair). Sparse:
+    ``B`` of the ``d (d + 1) / 2`` groups ``{i <= j}`` per point (``u_iiii``, or ``2 u_iijj`` from
+    four jets), scaled. Dense: Gaussian ``v`` only, ``D^4_v u / 3``.
 
     Example:
       ```python
@@ -177,7 +190,7 @@ def biharmonic() -> Operator:
       tf.debugging.assert_near(stde.apply(u, x, stde.biharmonic(), method="nested"), [120.0, 120.0])
       ```
     """
-    return Operator("biharmonic", 4, _biharmonic_groups, _biharmonic_exact, _biharmonic_dense)
+    return Operator("biharmonic", 4, _biharmonic_groups, _biharmonic_exact, _biharmonic_dense, forward_biharmonic)
 
 
 def _check_coefficients(coefficients: np.ndarray, d: int, what: str) -> None:
@@ -405,7 +418,9 @@ def apply(u: Any, x: tf.Tensor, operator: Operator, method: str = "forward") -> 
         (``method="nested"``), as in :func:`hodiff.jets.taylor_coefficients`.
       x: points, shape ``(N, d)``.
       operator: an :class:`Operator`.
-      method: ``"forward"`` (Taylor mode) or ``"nested"`` (nested tapes along each direction).
+      method: ``"forward"`` (Taylor mode: the jets of every term in one stacked pass, or the
+        operator's own collapsed pass, e.g. the biharmonic's) or ``"nested"`` (nested tapes along
+        each direction).
 
     Returns:
       A tensor shaped like ``u(x)`` (``(N,)`` or ``(N, 1)``), in the dtype of ``x``.
@@ -426,6 +441,8 @@ def apply(u: Any, x: tf.Tensor, operator: Operator, method: str = "forward") -> 
     x = _validate.as_differentiable(x, "x", caller)
     d = _validate.check_field_points(x, caller)
     terms = operator.exact_terms(d)
+    if method == "forward" and operator.forward is not None and isinstance(u, (keras.Model, keras.layers.Layer)):
+        return operator.forward(u, x, caller)
     directions = SparseDirections(
         tf.constant(terms.indices.reshape(-1, terms.indices.shape[2]), tf.int32),
         tf.constant(terms.values.reshape(-1, terms.values.shape[2]), x.dtype),

@@ -165,3 +165,45 @@ def test_collapsed_jets_equal_weighted_sums_of_directional_derivatives(run, orde
     np.testing.assert_allclose(collapsed, expected, rtol=1e-10, atol=1e-13)
     nested = contracted_derivative(lambda x: model(x)[:, 1], x, v, w, order, method="nested")
     np.testing.assert_allclose(nested, expected[..., 1], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid", tf.sin, "softplus"])
+def test_collapsed_biharmonic_equals_the_sum_of_order_four_jets(run, activation):
+    """forward_biharmonic (one collapsed pass) against the d^2 polarisation jets (forward, one stacked
+    pass) and the same jets by nested tapes, two outputs, every mode (d = 1 has no pairs)."""
+    from hodiff import stde
+    from hodiff.jets import forward_biharmonic
+
+    for d in (1, 3):
+        model = make_mlp(d, 2, width=5, depth=3, activation=activation)
+        x = points(3, d)
+        collapsed = run(lambda x, model=model: forward_biharmonic(model, x), x)
+        terms = stde.biharmonic().exact_terms(d)
+        directions = SparseDirections(terms.indices.reshape(-1, 2), terms.values.reshape(-1, 2))
+        jets = contracted_derivative(model, x, directions, terms.weights.reshape(1, -1), 4)[:, 0]
+        assert collapsed.shape == (3, 2) and collapsed.dtype == tf.float64
+        np.testing.assert_allclose(collapsed, jets, rtol=1e-10, atol=1e-12 * np.max(np.abs(jets)))
+        nested = stde.apply(lambda x, model=model: model(x)[:, 1], x, stde.biharmonic(), method="nested")
+        np.testing.assert_allclose(collapsed[:, 1], nested, rtol=1e-9, atol=1e-12 * np.max(np.abs(nested)))
+
+
+def test_collapsed_biharmonic_edge_cases():
+    """An activation before the first Dense layer; an affine model (zero); a plain function is refused."""
+    from hodiff import stde
+    from hodiff.jets import forward_biharmonic
+
+    model = keras.Sequential(
+        [
+            keras.Input((2,), dtype="float64"),
+            keras.layers.Activation("tanh", dtype="float64"),
+            keras.layers.Dense(4, "sigmoid", dtype="float64"),
+            keras.layers.Dense(1, dtype="float64"),
+        ]
+    )
+    x = points(3, 2)
+    nested = stde.apply(model, x, stde.biharmonic(), method="nested")
+    np.testing.assert_allclose(forward_biharmonic(model, x)[:, 0], nested[:, 0], rtol=1e-10)
+    affine = keras.Sequential([keras.Input((2,), dtype="float64"), keras.layers.Dense(3, dtype="float64")])
+    np.testing.assert_array_equal(forward_biharmonic(affine, x), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="method='nested'"):
+        forward_biharmonic(lambda x: x[:, 0], x)
