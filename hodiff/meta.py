@@ -51,7 +51,7 @@ from hodiff.meta_optimizers import (
     InnerSGD,
     inner_optimizer,
 )
-from hodiff.meta_vectorized import batched_dense_stack
+from hodiff.meta_vectorized import batched_dense_stack, map_pairs
 from hodiff.step import TrainStep, full_precision, unscale
 from hodiff.transforms import GradientTransform
 
@@ -505,21 +505,26 @@ class MetaLearner(tf.Module):
         prediction = full_precision(self.batched_function(params, x))
         if mask is None:
             loss_fn = self.loss_fn
-            return _map_pairs(lambda a, b: full_precision(loss_fn(a, b)), prediction, tf.convert_to_tensor(y))
-        return _masked_mean(_map_pairs(self._example_losses, prediction, tf.convert_to_tensor(y)), mask)
+            return map_pairs(lambda a, b: full_precision(loss_fn(a, b)), prediction, tf.convert_to_tensor(y))
+        return _masked_mean(self._example_losses(prediction, y, batched=True), mask)
 
-    def _example_losses(self, prediction: tf.Tensor, target: Any) -> tf.Tensor:
-        """``loss_fn`` on each example as a batch of one, shape ``(examples,)``."""
+    def _example_losses(self, prediction: tf.Tensor, target: Any, batched: bool = False) -> tf.Tensor:
+        """``loss_fn`` on each example as a batch of one: shape ``(examples,)``, or with
+        ``batched=True`` ``(tasks, examples)`` for a leading task axis."""
         loss_fn = self.loss_fn
         assert loss_fn is not None
+        target = tf.convert_to_tensor(target)
+        if batched:  # tasks and examples as one axis of pairs
+            lead = tf.shape(prediction)[:2]
+            prediction, target = _merge_leading_axes(prediction), _merge_leading_axes(target)
         one = lambda a, b: full_precision(loss_fn(a[None], b[None]))
-        losses = _map_pairs(one, prediction, tf.convert_to_tensor(target))
+        losses = map_pairs(one, prediction, target)
         if losses.shape.rank != 1:
             raise ValueError(
                 f"MetaLearner: with masks, loss_fn must return a scalar per example (a mean over the examples), "
                 f"but on single examples it returned shape {tuple(losses.shape[1:])}."
             )
-        return losses
+        return tf.reshape(losses, lead) if batched else losses
 
     def _adapted(
         self, support: Callable, query: Callable, params: Sequence[tf.Tensor], loss_scale: Any, batched: bool
@@ -897,16 +902,11 @@ class MetaLearner(tf.Module):
                 )
 
 
-def _map_pairs(fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
-    """``stack([fn(a[i], b[i]) for i])``: unrolled where the leading axis is static.
-
-    ``tf.vectorized_map`` would do this in one op, but under XLA its result makes the compiled
-    step depend on the variables' values, so the step recompiled at every update (TF 2.21);
-    it serves only leading axes unknown when tracing.
-    """
-    if a.shape[0] is None:
-        return tf.vectorized_map(lambda pair: fn(pair[0], pair[1]), (a, b))
-    return tf.stack([fn(a[i], b[i]) for i in range(a.shape[0])])
+def _merge_leading_axes(x: tf.Tensor) -> tf.Tensor:
+    """``x`` with its first two axes merged into one (a static length where both are known)."""
+    head = x.shape[0] * x.shape[1] if x.shape[:2].is_fully_defined() else -1
+    rest = x.shape[2:] if x.shape[2:].is_fully_defined() else tf.shape(x)[2:]
+    return tf.reshape(x, tf.concat([[head], rest], 0)) if isinstance(rest, tf.Tensor) else tf.reshape(x, [head, *rest])
 
 
 def _masked_mean(losses: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
