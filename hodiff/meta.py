@@ -382,6 +382,10 @@ class MetaLearner(tf.Module):
         where the model is a ``keras.Sequential`` of ``Dense`` layers trained with ``loss_fn``
         (see :func:`hodiff.meta_vectorized.batched_dense_stack`), else the task loop; ``True``:
         raise if the model is not such a stack; ``False``: always the task loop.
+      steps_per_call: meta-iterations per :meth:`meta_step` call, looped inside the compiled
+        step (Python dispatch is paid once per call). With more than one, every tensor passed to
+        :meth:`meta_step` has a leading axis of that length, and iteration ``i`` trains on slice
+        ``i``: ``(steps_per_call, tasks, examples, ...)``.
 
     Call :meth:`meta_step` with a task batch ``(support_x, support_y, query_x, query_y)``, each
     with a leading task axis; it returns the mean query loss after adaptation and the mean support
@@ -408,6 +412,7 @@ class MetaLearner(tf.Module):
         task_objective: Callable[..., tf.Tensor] | None = None,
         inner_optimizer: str | InnerOptimizer = "sgd",
         vectorize: bool | None = None,
+        steps_per_call: int = 1,
     ):
         super().__init__(name="meta_learner")
         caller = "MetaLearner"
@@ -466,7 +471,10 @@ class MetaLearner(tf.Module):
             transform=transform,
             jit_compile=jit_compile,
             gradients_fn=self._meta_gradients,
+            steps_per_call=steps_per_call,
+            per_step_batches=steps_per_call > 1,
         )
+        self.steps_per_call = steps_per_call
         self._compiled: dict[Any, Callable] = {}
 
     @property
@@ -684,10 +692,28 @@ class MetaLearner(tf.Module):
         (1) of tasks padded (0) to a common number of examples; a missing one means all real.
         Each task's loss is then the mean over its real examples, so the meta-gradient is that of
         the tasks processed one by one without padding.
+
+        With ``steps_per_call > 1`` every argument has a leading axis of that length (one task
+        batch per meta-iteration, all run in one compiled call); the outputs are those of the last
+        iteration, with ``losses`` holding every iteration's query loss.
         """
         batch = [tf.convert_to_tensor(a) for a in (support_x, support_y, query_x, query_y)]
-        masks = self._masks(batch, support_mask, query_mask)
-        self._check_task_batch(*batch, *masks)
+        steps = self.steps_per_call
+        masks = self._masks(batch, support_mask, query_mask, leading=3 if steps > 1 else 2)
+        if steps == 1:
+            self._check_task_batch(*batch, *masks)
+        else:
+            for name, a in zip(
+                ("support_x", "support_y", "query_x", "query_y", "support_mask", "query_mask"), batch + masks
+            ):
+                if a.shape.rank is None or a.shape.rank < 3 or a.shape[0] != steps:
+                    raise ValueError(
+                        f"MetaLearner.meta_step: with steps_per_call={steps}, {name} needs a leading axis of that "
+                        f"length, one task batch per meta-iteration: (steps_per_call, tasks, examples, ...); got "
+                        f"shape {tuple(a.shape)}."
+                    )
+            # checked as one batch of steps * tasks tasks
+            self._check_task_batch(*[_merge_leading_axes(a) for a in batch + masks])
         return self.step(*batch, *masks)
 
     # -- evaluation ---------------------------------------------------------------------------
@@ -830,8 +856,9 @@ class MetaLearner(tf.Module):
 
     # -- validation ---------------------------------------------------------------------------
 
-    def _masks(self, batch: list[tf.Tensor], support_mask: Any, query_mask: Any) -> list[tf.Tensor]:
-        """``[]`` without masks, else both masks as float tensors (a missing one all ones)."""
+    def _masks(self, batch: list[tf.Tensor], support_mask: Any, query_mask: Any, leading: int = 2) -> list[tf.Tensor]:
+        """``[]`` without masks, else both masks as float tensors (a missing one all ones, over the
+        first ``leading`` axes of its inputs)."""
         if support_mask is None and query_mask is None:
             return []
         if self.functional.batch_statistics:
@@ -843,7 +870,7 @@ class MetaLearner(tf.Module):
         masks = []
         for name, mask, x in (("support_mask", support_mask, batch[0]), ("query_mask", query_mask, batch[2])):
             if mask is None:
-                mask = tf.ones(tf.shape(x)[:2], dtype)
+                mask = tf.ones(tf.shape(x)[:leading], dtype)
             mask = tf.convert_to_tensor(mask)
             if not (mask.dtype.is_floating or mask.dtype.is_integer or mask.dtype.is_bool):
                 raise TypeError(f"MetaLearner: {name} must hold 0/1 (or booleans), got dtype {mask.dtype.name}.")

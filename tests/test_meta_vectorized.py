@@ -1,12 +1,16 @@
-"""hodiff.meta_vectorized: per-task functions vectorised over the task axis (pfor), the same values
-and second-order gradients as the pairs written out one by one, and no per-pair copies under XLA."""
+"""The fast paths of meta-training: per-task functions vectorised over the task axis (pfor) give the
+values and second-order gradients of the pairs written out one by one, with no per-pair copies
+under XLA; several meta-iterations per compiled call equal one call per iteration (float64)."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers.meta_fixtures import small_model
 
 import hodiff.meta_vectorized as meta_vectorized
 from hodiff.checks import assert_close, in_mode
+from hodiff.meta import MetaLearner
 from hodiff.meta_vectorized import map_pairs
 
 RNG = np.random.default_rng(3)
@@ -71,3 +75,38 @@ def test_map_pairs_writes_the_pairs_out_where_pfor_cannot_vectorise(monkeypatch)
     function = tf.function(lambda a, b: map_pairs(mse, a, b), jit_compile=True)
     assert op_types(function, A, B).count("Mean") == 5  # one loss per pair
     assert_close(function(A, B), written_out(mse, A, B), rtol=1e-12)
+
+
+def task_batches(steps, tasks=3, support=5, query=4, seed=4):
+    rng = np.random.default_rng(seed)
+    amplitude, phase = rng.uniform(0.5, 2, (steps, tasks, 1, 1)), rng.uniform(0, np.pi, (steps, tasks, 1, 1))
+    xs, xq = rng.uniform(-3, 3, (steps, tasks, support, 1)), rng.uniform(-3, 3, (steps, tasks, query, 1))
+    return [tf.constant(a) for a in (xs, amplitude * np.sin(xs - phase), xq, amplitude * np.sin(xq - phase))]
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_steps_per_call_equals_one_call_per_meta_iteration(jit_compile, vectorize):
+    batches = task_batches(3)
+    learners = [
+        MetaLearner(
+            small_model(),
+            mse,
+            variant="meta_sgd",
+            inner_optimizer="adam",
+            inner_steps=2,
+            inner_learning_rate=0.05,
+            outer_optimizer=keras.optimizers.Adam(0.01),
+            jit_compile=jit_compile,
+            vectorize=vectorize,
+            steps_per_call=steps,
+        )
+        for steps in (1, 3)
+    ]
+    one_by_one = [float(learners[0].meta_step(*[b[i] for b in batches])["loss"]) for i in range(3)]
+    outputs = learners[1].meta_step(*batches)
+    assert_close(outputs["losses"], one_by_one, rtol=1e-10)
+    for a, e in zip(learners[1].step.variables_, learners[0].step.variables_):
+        assert_close(a, e, rtol=1e-10, atol=1e-13, what="weights after three meta-iterations")
+    with pytest.raises(ValueError, match="steps_per_call=3, support_x needs a leading axis"):
+        learners[1].meta_step(*[b[:2] for b in batches])
