@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from hodiff import _validate
 from hodiff.monitor import gradient_stats, write_summaries
-from hodiff.transforms import GradientTransform, identity
+from hodiff.transforms import Deferred, GradientTransform, all_finite, identity
 
 __all__ = ["TrainStep", "full_precision", "unscale", "xla_reaches"]
 
@@ -188,15 +188,13 @@ class TrainStep(tf.Module):
         scale = self.loss_scale
         return loss if scale is None else loss * tf.cast(scale, loss.dtype)
 
-    def _unscale(self, grads: list) -> tuple[list, tf.Tensor, dict]:
-        """Gradients divided by the loss scale, whether all are finite, and the scale for the
-        outputs; identity without loss scaling."""
+    def _unscale(self, grads: list) -> tuple[list, dict]:
+        """Gradients divided by the loss scale, and the scale for the outputs; identity without
+        loss scaling."""
         scale = self.loss_scale
         if scale is None:
-            return grads, tf.constant(True), {}
-        grads = unscale(grads, scale)
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads if g is not None] or [True])
-        return grads, finite, {"loss_scale": scale}
+            return grads, {}
+        return unscale(grads, scale), {"loss_scale": scale}
 
     def _update_loss_scale(self, finite: tf.Tensor, has_examples: tf.Tensor) -> None:
         """Keras's dynamic loss-scale rule: a non-finite gradient halves the scale; after
@@ -222,20 +220,52 @@ class TrainStep(tf.Module):
 
     def _one_step(self, batch: Any, index: tf.Tensor, has_examples: Any) -> dict[str, tf.Tensor]:
         loss, grads, extras = self._loss_and_grads(batch, index)
-        grads, finite, scale_info = self._unscale(grads)
-        stats = {"gradient_stats": gradient_stats(grads)} if self.monitor else {}
+        grads, scale_info = self._unscale(grads)
+        finite = None  # whether every gradient is finite, where that is known without another pass
+        stats = {}
+        if self.monitor:
+            stats = {"gradient_stats": gradient_stats(grads)}
+            finite = tf.equal(stats["gradient_stats"]["nan_count"] + stats["gradient_stats"]["inf_count"], 0)
+        if self.loss_scaling and finite is None:
+            finite = all_finite(grads)
         # Transforms ignore calls with apply=False: an overflow of the scaled gradient and an
         # empty batch are neither counted as skips nor accumulated.
-        update = self.transform(grads, self.variables_, apply=tf.logical_and(finite, has_examples))
-
-        def apply_update():
-            self._updater.apply_gradients([(g, v) for g, v in zip(update.grads, self.variables_) if g is not None])
-            return tf.constant(True)
-
-        applied = tf.cond(update.apply, apply_update, lambda: tf.constant(False))
+        usable = finite if self.loss_scaling else True
+        deferred = self.transform.split(grads, self.variables_, apply=_both(usable, has_examples), finite=finite)
+        applied, late_info = self._apply(deferred)
         if self.loss_scaling:
             self._update_loss_scale(finite, has_examples)
-        return {"loss": loss, "applied": applied, **extras, **update.info, **scale_info, **stats}
+        return {"loss": loss, "applied": applied, **extras, **deferred.info, **late_info, **scale_info, **stats}
+
+    def _apply(self, deferred: Deferred) -> tuple[tf.Tensor, dict]:
+        """Runs the transforms' per-update work and the optimizer, both only when the step applies.
+
+        One ``tf.cond`` (none when the step always applies). On a call that does not apply the
+        per-update work runs on zero gradients instead, for the structure of what it reports
+        (e.g. ``global_norm`` 0).
+        """
+
+        def optimize(grads: list) -> tf.Tensor:
+            self._updater.apply_gradients([(g, v) for g, v in zip(grads, self.variables_) if g is not None])
+            return tf.constant(True)
+
+        def update() -> tuple[tf.Tensor, dict]:
+            if deferred.then is None:
+                return optimize(deferred.grads), {}
+            final = deferred.then(deferred.grads)
+            if tf.get_static_value(final.apply) is True:  # the stateless transforms keep apply: no second cond
+                return optimize(final.grads), final.info
+            return tf.cond(final.apply, lambda: optimize(final.grads), lambda: tf.constant(False)), final.info
+
+        def idle() -> tuple[tf.Tensor, dict]:
+            if deferred.then is None:
+                return tf.constant(False), {}
+            zeros = [None if g is None else tf.zeros_like(g) for g in deferred.grads]
+            return tf.constant(False), deferred.then(zeros).info
+
+        if tf.get_static_value(deferred.apply) is True:
+            return update()
+        return tf.cond(deferred.apply, update, idle)
 
     def _steps(self, batch: Any, has_examples: Any) -> dict[str, tf.Tensor]:
         outputs = self._one_step(batch, tf.constant(0), has_examples)
@@ -277,7 +307,7 @@ class TrainStep(tf.Module):
                         f"TrainStep: per_step_batches=True needs every batch tensor to have a leading "
                         f"axis of length steps_per_call={self.steps_per_call}; got shape {tuple(leaf.shape)}."
                     )
-        has_examples = self._has_examples(batch)
+        has_examples = self._has_examples(batch)  # a Python bool when the shapes are known
         if self.strategy is None:
             outputs = self._compiled(batch, has_examples)
         else:
@@ -287,15 +317,29 @@ class TrainStep(tf.Module):
             write_summaries(outputs["gradient_stats"], step, self.summary_writer, self.variables_)
         return outputs
 
-    def _has_examples(self, batch: Any) -> tf.Tensor:
-        """False when a batch tensor has zero examples (along its batch axis): a constant when
-        the shapes are known, else computed in the graph."""
+    def _has_examples(self, batch: Any) -> bool | tf.Tensor:
+        """False when a batch tensor has zero examples (along its batch axis): a Python bool when
+        the shapes are known (no tensor to build per call; the compiled step is traced once per
+        value), else computed in the graph."""
         axis = 1 if self.per_step_batches else 0
         leaves = [leaf for leaf in tf.nest.flatten(batch) if leaf.shape.rank is None or leaf.shape.rank > axis]
         sizes = [leaf.shape[axis] if leaf.shape.rank is not None else None for leaf in leaves]
         if any(size == 0 for size in sizes) or all(size is not None for size in sizes):
-            return tf.constant(all(sizes))
+            return all(sizes)
         return tf.reduce_all([tf.shape(leaf)[axis] > 0 for leaf in leaves])
+
+
+def _both(a: tf.Tensor | bool, b: tf.Tensor | bool) -> tf.Tensor:
+    """``a and b`` as a bool tensor, a constant when both are known (so a step that always applies
+    needs no ``tf.cond``)."""
+    known_a, known_b = tf.get_static_value(a), tf.get_static_value(b)
+    if known_a is not None and known_b is not None:
+        return tf.constant(bool(known_a) and bool(known_b))
+    if known_a is not None:
+        return tf.convert_to_tensor(b, tf.bool) if known_a else tf.constant(False)
+    if known_b is not None:
+        return tf.convert_to_tensor(a, tf.bool) if known_b else tf.constant(False)
+    return tf.logical_and(a, b)
 
 
 def xla_reaches(strategy: tf.distribute.Strategy) -> bool:

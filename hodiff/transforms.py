@@ -12,6 +12,13 @@ are ignored by norms and finiteness checks, and are never applied. Gradients tha
 ``apply=False`` are not meant to be applied (a skipped step passes its NaN gradients on as
 they are); stateful transforms ignore such calls.
 
+Work only an update needs: with :func:`accumulate` in a :func:`chain`, the mean and the stateless
+transforms after it (clipping) are per-update work. :meth:`GradientTransform.split` returns
+them apart from the per-call work (a :class:`Deferred`), and :class:`hodiff.TrainStep` runs them
+inside its ``tf.cond``, only on the micro-batch that applies; on the other calls what they report
+is their value for zero gradients (``global_norm`` 0). Calling a transform directly still does
+all the work on every call.
+
 Example:
   ```python
   import tensorflow as tf
@@ -48,6 +55,8 @@ __all__ = [
     "accumulate",
     "chain",
     "global_norm",
+    "all_finite",
+    "Deferred",
 ]
 
 Gradients = list  # one tf.Tensor or None per variable
@@ -67,12 +76,41 @@ class Update(NamedTuple):
     info: dict
 
 
+class Deferred(NamedTuple):
+    """A transform's work split into what every call does and what only an update needs.
+
+    Attributes:
+      grads: the gradients after the per-call work (after :func:`accumulate`: the running sum).
+      apply: scalar bool tensor; ``False`` means this call does not update.
+      info: dict of scalar tensors the per-call work reports.
+      then: ``then(grads) -> Update``, the per-update work (the mean of the accumulated sum, the
+        clipping after it), a pure function of ``grads``; ``None`` when there is none. Its
+        ``apply`` says whether the update still goes ahead.
+    """
+
+    grads: Gradients
+    apply: tf.Tensor
+    info: dict
+    then: Callable[[Gradients], Update] | None
+
+    def resolve(self) -> Update:
+        """The whole update, per-update work included (what calling the transform returns)."""
+        if self.then is None:
+            return Update(self.grads, self.apply, self.info)
+        update = self.then(self.grads)
+        return Update(update.grads, tf.logical_and(self.apply, update.apply), {**self.info, **update.info})
+
+
 class GradientTransform(tf.Module):
     """Base class: ``transform(grads, variables, apply=True) -> Update``.
 
     Subclasses override :meth:`build` (create state variables once, outside compiled code or
-    on the first trace) and :meth:`update`.
+    on the first trace) and :meth:`update`; a transform with per-update work (:func:`accumulate`)
+    also overrides :meth:`defer`. ``stateless`` transforms read and write no state and keep the
+    ``apply`` flag; after an :func:`accumulate` in a :func:`chain` they run only on updates.
     """
+
+    stateless = False
 
     def __init__(self, name: str):
         super().__init__(name=name)
@@ -85,11 +123,34 @@ class GradientTransform(tf.Module):
     def update(self, grads: Gradients, variables: Sequence[Any], apply: tf.Tensor) -> Update:
         raise NotImplementedError
 
+    def defer(
+        self, grads: Gradients, variables: Sequence[Any], apply: tf.Tensor, finite: tf.Tensor | None = None
+    ) -> Deferred:
+        """The per-call work now, the per-update work as ``then`` (default: all of it now).
+
+        ``finite`` (a bool tensor or ``None``) says whether every gradient is finite, where the
+        caller knows it already; transforms that would test it use it instead.
+        """
+        update = self.update(grads, variables, apply)
+        return Deferred(update.grads, update.apply, update.info, None)
+
     def __call__(self, grads: Sequence[Any], variables: Sequence[Any], apply: Any = True) -> Update:
+        return self.split(grads, variables, apply).resolve()
+
+    def split(self, grads: Sequence[Any], variables: Sequence[Any], apply: Any = True, finite: Any = None) -> Deferred:
+        """Like calling the transform, but returns the per-update work apart, as a :class:`Deferred`.
+
+        Run ``deferred.then(deferred.grads)`` only where ``deferred.apply`` is true (e.g. inside
+        ``tf.cond``) to skip that work on micro-batches that do not update. Pass ``finite``
+        (whether every gradient is finite) when it is known already, e.g. from the NaN and Inf
+        counts of :func:`hodiff.monitor.gradient_stats`: :func:`skip_nonfinite` then makes no
+        second pass over the gradients.
+        """
         grads, variables = check_gradients(grads, variables, self.name)
         if not self.built:
             self.build(variables)
-        return self.update(grads, variables, tf.convert_to_tensor(apply, tf.bool))
+        finite = None if finite is None else tf.convert_to_tensor(finite, tf.bool)
+        return self.defer(grads, variables, tf.convert_to_tensor(apply, tf.bool), finite)
 
 
 def check_gradients(grads: Sequence[Any], variables: Sequence[Any], caller: str) -> tuple[list, list]:
@@ -130,6 +191,18 @@ def _map(fn: Callable, grads: Gradients, *others: Sequence[Any]) -> Gradients:
     return [None if g is None else fn(g, *rest) for g, *rest in zip(grads, *others)]
 
 
+def all_finite(grads: Sequence[Any]) -> tf.Tensor:
+    """Whether every entry of every gradient is finite (``None`` ignored), as one reduction.
+
+    The per-tensor tests are concatenated before reducing, so a compiled step runs one kernel
+    rather than one per variable.
+    """
+    present = [tf.reshape(tf.math.is_finite(g), [-1]) for g in grads if g is not None]
+    if not present:
+        return tf.constant(True)
+    return tf.reduce_all(tf.concat(present, axis=0) if len(present) > 1 else present[0])
+
+
 def global_norm(grads: Sequence[Any]) -> tf.Tensor:
     """Euclidean norm of all gradients together (``None`` ignored; 0 for an empty list)."""
     present = [tf.convert_to_tensor(g) for g in grads if g is not None]
@@ -141,6 +214,8 @@ def global_norm(grads: Sequence[Any]) -> tf.Tensor:
 
 class _PerTensor(GradientTransform):
     """A stateless transform applied to each (gradient, variable) pair."""
+
+    stateless = True
 
     def __init__(self, name: str, fn: Callable[[tf.Tensor, Any], tf.Tensor]):
         super().__init__(name)
@@ -202,6 +277,8 @@ def clip_by_average_norm(max_norm: float) -> GradientTransform:
 
 
 class _ClipByGlobalNorm(GradientTransform):
+    stateless = True
+
     def __init__(self, max_norm: float):
         super().__init__("clip_by_global_norm")
         self.max_norm = max_norm
@@ -278,7 +355,10 @@ class _SkipNonfinite(GradientTransform):
         super().build(variables)
 
     def update(self, grads, variables, apply):
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads if g is not None])
+        return self.defer(grads, variables, apply).resolve()
+
+    def defer(self, grads, variables, apply, finite=None):
+        finite = all_finite(grads) if finite is None else finite
         skip = tf.logical_and(apply, tf.logical_not(finite))
         self.total_skips.assign_add(tf.cast(skip, tf.int64))
         self.consecutive_skips.assign(
@@ -291,7 +371,7 @@ class _SkipNonfinite(GradientTransform):
             "consecutive_skips": self.consecutive_skips.read_value(),
             "total_skips": self.total_skips.read_value(),
         }
-        return Update(grads, tf.logical_and(apply, finite), info)
+        return Deferred(grads, tf.logical_and(apply, finite), info, None)
 
 
 def skip_nonfinite() -> GradientTransform:
@@ -320,18 +400,31 @@ class _Accumulate(GradientTransform):
         super().build(variables)
 
     def update(self, grads, variables, apply):
+        return self.defer(grads, variables, apply).resolve()
+
+    def defer(self, grads, variables, apply, finite=None):
+        # A count of 0 marks the sums as spent (an update used them, or none was made yet): they
+        # are dropped as the next micro-batch is added, in the same pass, rather than zeroed.
+        fresh = tf.equal(self.count, 0)
         count = self.count + tf.cast(apply, tf.int64)
         ready = tf.logical_and(apply, count >= self.every)
-        means = []
+        sums = []
         for g, total in zip(grads, self.sums):
             if g is None:
-                means.append(None)
+                sums.append(None)
                 continue
-            summed = total + tf.where(apply, tf.cast(g, total.dtype), tf.zeros_like(total))
-            means.append(tf.cast(summed / self.every, g.dtype))
-            total.assign(tf.where(ready, tf.zeros_like(summed), summed))
+            zeros = tf.zeros_like(total)
+            summed = tf.where(fresh, zeros, total) + tf.where(apply, tf.cast(g, total.dtype), zeros)
+            total.assign(summed)
+            sums.append(summed)
         self.count.assign(tf.where(ready, tf.constant(0, tf.int64), count))
-        return Update(means, ready, {"accumulated": count})
+        dtypes = [None if g is None else g.dtype for g in grads]
+
+        def mean(sums: Gradients) -> Update:
+            means = [None if s is None else tf.cast(s / self.every, dtype) for s, dtype in zip(sums, dtypes)]
+            return Update(means, tf.constant(True), {})
+
+        return Deferred(sums, ready, {"accumulated": count}, mean)
 
 
 def accumulate(every: int) -> GradientTransform:
@@ -341,6 +434,9 @@ def accumulate(every: int) -> GradientTransform:
     mean of the gradients seen and ``apply=True``, so the optimizer's step count (and with it
     any learning-rate schedule) advances once per real update. Calls that arrive with
     ``apply=False`` (a skipped non-finite step) are not counted.
+
+    The mean (and, in a :func:`chain`, the stateless transforms after it) is per-update work:
+    :class:`hodiff.TrainStep` computes it only on the call that applies (see :class:`Deferred`).
 
     Args:
       every: number of micro-batches per update, an int >= 1.
@@ -360,6 +456,7 @@ class _Chain(GradientTransform):
     def __init__(self, transforms: Sequence[GradientTransform]):
         super().__init__("chain")
         self.transforms = list(transforms)
+        self.stateless = all(transform.stateless for transform in self.transforms)
 
     def build(self, variables):
         for transform in self.transforms:
@@ -368,11 +465,39 @@ class _Chain(GradientTransform):
         super().build(variables)
 
     def update(self, grads, variables, apply):
-        info = {}
+        return self.defer(grads, variables, apply).resolve()
+
+    def defer(self, grads, variables, apply, finite=None):
+        """Per-call work up to the first transform with per-update work (``accumulate``); after
+        it, stateless transforms join the per-update work, and a stateful one makes it per-call
+        again (it needs the update's gradients on every call). ``finite`` is passed on while
+        the gradients are still the ones it describes."""
+        info: dict = {}
+        then = None
         for transform in self.transforms:
-            grads, apply, more = transform.update(grads, variables, apply)
-            info.update(more)
-        return Update(grads, apply, info)
+            if then is not None and transform.stateless:
+                then = _followed_by(then, transform, variables)
+                continue
+            if then is not None:
+                grads, apply, info = Deferred(grads, apply, info, then).resolve()
+                finite = None
+            before = grads
+            grads, apply, more, then = transform.defer(grads, variables, apply, finite)
+            info = {**info, **more}
+            if then is not None or any(a is not b for a, b in zip(grads, before)):
+                finite = None
+        return Deferred(grads, apply, info, then)
+
+
+def _followed_by(then: Callable[[Gradients], Update], transform: GradientTransform, variables: Sequence[Any]):
+    """The per-update work ``then`` followed by a stateless ``transform``."""
+
+    def composed(grads: Gradients) -> Update:
+        first = then(grads)
+        second = transform.update(first.grads, variables, first.apply)
+        return Update(second.grads, second.apply, {**first.info, **second.info})
+
+    return composed
 
 
 def chain(*transforms: GradientTransform) -> GradientTransform:

@@ -347,3 +347,34 @@ def test_monitor_and_clipping_norms_are_reported_apart(jit_compile):
     assert float(outputs["gradient_stats"]["global_norm"]) == 0.0  # this micro-batch's raw gradient
     assert_close(outputs["global_norm"], 2.5, rtol=1e-6)  # the accumulated mean [1.5, 2] that was clipped
     assert_close(w, [-0.6, -0.8], rtol=1e-6)
+
+
+@pytest.mark.parametrize("monitor", [True, False])
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_non_finite_micro_batch_is_dropped_and_the_update_waits_for_a_finite_one(jit_compile, monitor):
+    w, scale = tf.Variable([0.0, 0.0]), tf.Variable(1.0)
+    transform = transforms.chain(
+        transforms.skip_nonfinite(), transforms.accumulate(2), transforms.clip_by_global_norm(10.0)
+    )
+    step = TrainStep(
+        lambda t: scale * tf.reduce_sum(w * t),  # gradient scale * t
+        [w],
+        keras.optimizers.SGD(1.0),
+        transform=transform,
+        jit_compile=jit_compile,
+        monitor=monitor,  # the skip test reuses the monitor's NaN/Inf counts, or makes its own pass
+    )
+    outputs = []
+    for value, t in ((1.0, [1.0, 2.0]), (np.nan, [5.0, 5.0]), (1.0, [3.0, 4.0]), (1.0, [1.0, 1.0]), (1.0, [1.0, 1.0])):
+        scale.assign(value)
+        outputs.append(step(np.array(t, "float32")))
+    assert [bool(o["applied"]) for o in outputs] == [False, False, True, False, True]
+    assert [bool(o["skipped"]) for o in outputs] == [False, True, False, False, False]
+    assert [int(o["accumulated"]) for o in outputs] == [1, 1, 2, 1, 2]
+    # clipping runs only on updates; on the other calls it reports its value for zero gradients
+    assert_close(
+        [float(o["global_norm"]) for o in outputs], [0.0, 0.0, np.hypot(2.0, 3.0), 0.0, np.sqrt(2.0)], rtol=1e-6
+    )
+    assert_close(w, [-3.0, -4.0], rtol=1e-6)  # means [2, 3] and [1, 1]: the NaN never reached the sums
+    assert int(outputs[-1]["total_skips"]) == 1 and int(step.optimizer.iterations) == 2
+    assert step._compiled.experimental_get_tracing_count() == 1, "one trace for every call of the same shapes"

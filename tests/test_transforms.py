@@ -104,3 +104,56 @@ def test_bad_input():
         transforms.clip_by_norm(1.0)([GRADS[1], GRADS[0], None], VARIABLES)
     with pytest.raises(TypeError, match="argument 1 is a function, not a gradient transform"):
         transforms.chain(transforms.identity(), lambda g: g)
+
+
+def test_split_leaves_the_work_after_accumulate_for_the_update():
+    transform = transforms.chain(
+        transforms.skip_nonfinite(), transforms.accumulate(2), transforms.clip_by_global_norm(1.0)
+    )
+    first = transform.split(GRADS, VARIABLES)
+    assert not bool(first.apply) and set(first.info) == {"skipped", "consecutive_skips", "total_skips", "accumulated"}
+    second = transform.split([2.0 * GRADS[0], 2.0 * GRADS[1], None], VARIABLES)
+    assert bool(second.apply) and second.then is not None
+    for total, g in zip(second.grads[:2], GRADS[:2]):
+        assert_close(total, 3.0 * g, rtol=1e-14)  # the running sum, not yet averaged or clipped
+    update = second.then(second.grads)
+    expected, norm = tf.clip_by_global_norm([1.5 * g for g in GRADS[:2]], 1.0)
+    assert_close(update.info["global_norm"], norm, rtol=1e-14) and update.grads[2] is None
+    for actual, reference in zip(update.grads[:2], expected):
+        assert_close(actual, reference, rtol=1e-14)
+    idle = second.then([tf.zeros_like(second.grads[0]), tf.zeros_like(second.grads[1]), None])
+    assert float(idle.info["global_norm"]) == 0.0
+
+
+def test_a_stateful_transform_after_accumulate_sees_every_update(run):
+    transform = transforms.chain(transforms.accumulate(2), transforms.skip_nonfinite())
+    transform.build(VARIABLES)
+    assert transform.split(GRADS, VARIABLES).then is None, "skip_nonfinite needs the mean on every call"
+    step = lambda *g: transform(list(g) + [None], VARIABLES)
+    nan = [GRADS[0], tf.constant([np.nan, 1.0], tf.float64)]
+    updates = [run(step, *grads) for grads in (nan, GRADS[:2])]  # the first call of the window was built above
+    assert [bool(u.apply) for u in updates] == [False, False]
+    assert int(updates[1].info["total_skips"]) == 1, "the mean of the NaN window is skipped once, when it is due"
+    update = run(step, *GRADS[:2])  # a new window: no NaN left over from the skipped one
+    assert bool(update.apply) and int(update.info["total_skips"]) == 1 and int(update.info["consecutive_skips"]) == 0
+    for actual, g in zip(update.grads[:2], GRADS[:2]):
+        assert_close(actual, g, rtol=1e-14)
+
+
+def test_a_known_finiteness_replaces_the_test_until_the_gradients_change():
+    nan = [GRADS[0], tf.constant([np.nan, 1.0], tf.float64), None]
+    trusted = transforms.skip_nonfinite().split(nan, VARIABLES, finite=True)
+    assert bool(trusted.apply), "the caller's answer is used, no second pass"
+    assert not bool(transforms.skip_nonfinite().split(GRADS, VARIABLES, finite=False).apply)
+    changed = transforms.chain(transforms.clip_by_value(1.0), transforms.skip_nonfinite()).split(
+        nan, VARIABLES, finite=True
+    )
+    assert not bool(changed.apply) and bool(changed.info["skipped"]), "after clipping the test runs again"
+
+
+def test_all_finite(run):
+    finite = run(lambda a, b: transforms.all_finite([a, None, b]), GRADS[0], tf.constant([1.0, 2.0], tf.float32))
+    assert bool(finite)
+    for bad in (np.nan, np.inf, -np.inf):
+        assert not bool(run(lambda a, b: transforms.all_finite([a, b]), GRADS[0], tf.constant([1.0, bad])))
+    assert bool(transforms.all_finite([None]))
