@@ -10,10 +10,14 @@ query points, one inner step with alpha = 0.01, Adam meta-optimizer. Routes:
   ``GradientTape``s and ``model.stateless_call``, a Python loop over tasks, eager mode;
 - **plain tf.function**: that code inside one ``tf.function`` (no XLA);
 - **JAX** (when installed, with optax): ``jax.jit`` of the meta-step with ``vmap`` over tasks,
-  one call per meta-step like hodiff's, on a batch already on the device.
+  one call per meta-step like hodiff's, on a batch already on the device;
+- **several iterations per call**: hodiff's ``MetaLearner(steps_per_call=k)`` against JAX's
+  ``jax.jit`` of a ``lax.scan`` over the same ``k`` iterations (``--steps-per-call``, default
+  100), each iteration on its own task batch stacked along a leading axis; time per iteration.
 
 Writes ``benchmarks/results/meta.json`` and prints a Markdown table. Targets: hodiff at least 3x
-the iterations per second of plain eager, and (issue 12) the vectorised step at least 1.5x JAX.
+the iterations per second of plain eager, and (issue 12) at least 1.5x JAX, compared like with
+like (one call per iteration each, or ``k`` iterations per call each).
 """
 
 from __future__ import annotations
@@ -57,16 +61,17 @@ def plain_meta_step(model: keras.Model, optimizer: keras.optimizers.Optimizer):
     return step
 
 
-def jax_meta_step(model: keras.Model):
+def jax_meta_steps(model: keras.Model):
+    """JAX's second-order MAML step (``vmap`` over tasks, optax Adam), jitted two ways: one call
+    per meta-iteration, and ``lax.scan`` over the iterations of a call (one task
+    batch per iteration along a leading axis). ``None`` without JAX and optax."""
     try:
         import jax
         import jax.numpy as jnp
         import optax
     except ImportError:
         return None
-    params = [jnp.asarray(w) for w in model.get_weights()]
     optimizer = optax.adam(1e-3)
-    state = {"params": params, "opt": optimizer.init(params)}
 
     def forward(p, x):
         h = jax.nn.relu(x @ p[0] + p[1])
@@ -78,77 +83,120 @@ def jax_meta_step(model: keras.Model):
         adapted = [a - ALPHA * g for a, g in zip(p, grads)]
         return jnp.mean((forward(adapted, xq) - yq) ** 2)
 
-    @jax.jit
-    def step(p, opt_state, xs, ys, xq, yq):
-        loss, grads = jax.value_and_grad(
-            lambda q: jnp.mean(jax.vmap(task_loss, (None, 0, 0, 0, 0))(q, xs, ys, xq, yq))
-        )(p)
+    def one_iteration(p, opt_state, batch):
+        loss, grads = jax.value_and_grad(lambda q: jnp.mean(jax.vmap(task_loss, (None, 0, 0, 0, 0))(q, *batch)))(p)
         updates, opt_state = optimizer.update(grads, opt_state)
         return optax.apply_updates(p, updates), opt_state, loss
 
-    def call(*batch):
-        state["params"], state["opt"], loss = step(state["params"], state["opt"], *batch)
-        return loss
+    @jax.jit
+    def step(p, opt_state, *batch):
+        return one_iteration(p, opt_state, batch)
 
-    return call, jax.__version__, lambda batch: [jnp.asarray(a.numpy()) for a in batch]
+    @jax.jit
+    def scan(p, opt_state, *batches):
+        def body(carry, batch):
+            p, opt_state, loss = one_iteration(*carry, batch)
+            return (p, opt_state), loss
+
+        (p, opt_state), losses = jax.lax.scan(body, (p, opt_state), batches)
+        return p, opt_state, losses[-1]
+
+    def caller(fn):
+        params = [jnp.asarray(w) for w in model.get_weights()]
+        state = {"params": params, "opt": optimizer.init(params)}
+
+        def call(*batch):
+            state["params"], state["opt"], loss = fn(state["params"], state["opt"], *batch)
+            return loss
+
+        return call
+
+    convert = lambda batch: [jnp.asarray(np.asarray(a)) for a in batch]
+    return caller(step), caller(scan), jax.__version__, convert
 
 
 HODIFF = "hodiff MetaLearner, vectorised (XLA)"
 LOOP = "hodiff MetaLearner, task loop (XLA)"
 JAX = "JAX (jax.jit, vmap over tasks)"
+HODIFF_MANY = "hodiff MetaLearner, vectorised, {k} iterations per call"
+JAX_MANY = "JAX (jax.jit + lax.scan of {k} iterations, vmap over tasks)"
 
 
 def main(argv=None) -> int:
-    args = suite_arguments("meta", __doc__.splitlines()[0], 7, RESULTS, argv)
+    def extra(parser):
+        parser.add_argument("--steps-per-call", type=int, default=100, help="meta-iterations per compiled call")
+
+    args = suite_arguments("meta", __doc__.splitlines()[0], 7, RESULTS, argv, extra)
     with on_device(args.device):
         return run(args)
 
 
+def learner(steps_per_call: int = 1, vectorize: bool = True) -> MetaLearner:
+    return MetaLearner(
+        network(0),
+        mse,
+        inner_steps=1,
+        inner_learning_rate=ALPHA,
+        outer_optimizer=keras.optimizers.Adam(1e-3),
+        vectorize=vectorize,
+        steps_per_call=steps_per_call,
+    )
+
+
 def run(args) -> int:
-    batch = sample_tasks(np.random.default_rng(0), 25, 10, 10)[:4]
-    learners = {
-        name: MetaLearner(
-            network(0),
-            mse,
-            inner_steps=1,
-            inner_learning_rate=ALPHA,
-            outer_optimizer=keras.optimizers.Adam(1e-3),
-            vectorize=vectorize,
-        )
-        for name, vectorize in ((HODIFF, True), (LOOP, False))
-    }
+    rng = np.random.default_rng(0)
+    batch = [tf.constant(a) for a in sample_tasks(rng, 25, 10, 10)[:4]]
+    k = args.steps_per_call
+    batches = [np.stack(parts) for parts in zip(*[sample_tasks(rng, 25, 10, 10)[:4] for _ in range(k)])]
+    stacked = [tf.constant(a) for a in batches]
+    learners = {HODIFF: learner(), LOOP: learner(vectorize=False), HODIFF_MANY: learner(k)}
     eager_model, graph_model = network(0), network(0)
     eager = plain_meta_step(eager_model, keras.optimizers.Adam(1e-3))
     graph = tf.function(plain_meta_step(graph_model, keras.optimizers.Adam(1e-3)))
+    many = HODIFF_MANY.format(k=k)
     candidates = {
         HODIFF: lambda: learners[HODIFF].meta_step(*batch)["loss"],
         LOOP: lambda: learners[LOOP].meta_step(*batch)["loss"],
+        many: lambda: learners[HODIFF_MANY].meta_step(*stacked)["loss"],
         "plain eager nested tapes": lambda: eager(*batch),
         "plain tf.function nested tapes": lambda: graph(*batch),
     }
+    iterations = {many: k}
     versions = {}
     if not args.quick:
-        peer = jax_meta_step(network(0))
+        peer = jax_meta_steps(network(0))
         if peer is not None:
-            jax_batch = peer[2](batch)
-            candidates[JAX] = lambda: peer[0](*jax_batch)
-            versions["jax"] = peer[1]
-    seconds = interleaved_median_seconds(candidates, repeats=args.repeats, calls=5)
+            step, scan, versions["jax"], convert = peer
+            jax_batch, jax_batches = convert(batch), convert(batches)
+            candidates[JAX] = lambda: step(*jax_batch)
+            candidates[JAX_MANY.format(k=k)] = lambda: scan(*jax_batches)
+            iterations[JAX_MANY.format(k=k)] = k
+    per_call = interleaved_median_seconds(candidates, repeats=args.repeats, calls=5)
+    seconds = {name: s / iterations.get(name, 1) for name, s in per_call.items()}
     hodiff_seconds = seconds[HODIFF]
     results = {
         "machine": machine(**versions),
         "setting": "second-order MAML, MLP 1-40-40-1 ReLU, 25 tasks x (10 support + 10 query), 1 inner step, Adam",
+        "steps_per_call": k,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "iterations_per_second": {name: 1.0 / s for name, s in seconds.items()},
         "hodiff_speedup": {name: s / hodiff_seconds for name, s in seconds.items()},
     }
     if JAX in seconds:
         results["vectorised_over_jax"] = seconds[JAX] / hodiff_seconds
         results["task_loop_over_jax"] = seconds[JAX] / seconds[LOOP]
-    lines = ["| route | meta-iterations / s | vectorised hodiff speedup |", "|---|---|---|"]
+        results["many_per_call_over_jax_scan"] = seconds[JAX_MANY.format(k=k)] / seconds[many]
+    lines = ["| route | meta-iterations / s | vectorised hodiff (one call per iteration) speedup |", "|---|---|---|"]
     lines += [
         f"| {name} | {results['iterations_per_second'][name]:.1f} | {results['hodiff_speedup'][name]:.2f}x |"
         for name in seconds
     ]
+    if JAX in seconds:
+        lines += [
+            "",
+            f"hodiff / JAX, one call per iteration: {results['vectorised_over_jax']:.2f}x; {k} iterations per call "
+            f"(hodiff steps_per_call, JAX lax.scan): {results['many_per_call_over_jax_scan']:.2f}x.",
+        ]
     report(results, "\n".join(lines), args.output)
     return 0
 

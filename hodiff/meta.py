@@ -476,6 +476,7 @@ class MetaLearner(tf.Module):
         )
         self.steps_per_call = steps_per_call
         self._compiled: dict[Any, Callable] = {}
+        self._checked: set = set()  # shapes and dtypes of task batches already checked
 
     @property
     def vectorized(self) -> bool:
@@ -507,10 +508,27 @@ class MetaLearner(tf.Module):
             return full_precision(self.loss_fn(prediction, y))
         return _masked_mean(self._example_losses(prediction, y), mask)
 
-    def _batched_task_losses(self, params: Sequence[tf.Tensor], x: Any, y: Any, mask: Any = None) -> tf.Tensor:
-        """Every task's loss, shape ``(tasks,)``, for parameters with a leading task axis."""
+    def _batched_task_losses(
+        self,
+        params: Sequence[tf.Tensor],
+        x: Any,
+        y: Any,
+        mask: Any = None,
+        shared: Sequence[tf.Tensor] | None = None,
+        zeros: Sequence[tf.Tensor] | None = None,
+    ) -> tf.Tensor:
+        """Every task's loss, shape ``(tasks,)``, for parameters with a leading task axis, or for
+        per-task offsets ``params`` from ``shared`` parameters (without a task axis). While the
+        offsets are still ``zeros`` (the same tensors: nothing adapted yet) the shared kernels
+        multiply all tasks' examples at once and only the offsets' gradients are batched."""
         assert self.batched_function is not None and self.loss_fn is not None
-        prediction = full_precision(self.batched_function(params, x))
+        if shared is None:
+            prediction = self.batched_function(params, x)
+        elif zeros is not None and all(p is z for p, z in zip(params, zeros)):
+            prediction = self.batched_function(params, x, shared=shared)
+        else:
+            prediction = self.batched_function([s + p for s, p in zip(shared, params)], x)
+        prediction = full_precision(prediction)
         if mask is None:
             loss_fn = self.loss_fn
             return map_pairs(lambda a, b: full_precision(loss_fn(a, b)), prediction, tf.convert_to_tensor(y))
@@ -622,10 +640,8 @@ class MetaLearner(tf.Module):
         )
 
     def _broadcast_parameters(self, x: tf.Tensor) -> list[tf.Tensor]:
-        """The current parameters repeated along a new leading task axis of ``x``'s length
-        (differentiable; static shapes where known, which XLA needs to compile the step once)."""
-        tasks = x.shape[0] if x.shape[0] is not None else tf.shape(x)[0]
-        return [tf.broadcast_to(p, [tasks, *p.shape]) for p in self.functional.parameters()]
+        """The current parameters repeated along a new leading task axis of ``x``'s length."""
+        return [tf.broadcast_to(p, _task_shape(x, p)) for p in self.functional.parameters()]
 
     # -- meta-training ------------------------------------------------------------------------
 
@@ -646,10 +662,15 @@ class MetaLearner(tf.Module):
         loss_scale = self.step.loss_scale
         if self.batched_function is not None:
             with tf.GradientTape() as tape:
+                if self.recompute:  # every parameter an input of the recomputed steps
+                    shared, start = None, self._broadcast_parameters(support_x)
+                else:  # per-task offsets from the shared parameters, zero before the first step
+                    shared = self.functional.parameters()
+                    start = [tf.zeros(_task_shape(support_x, p), p.dtype) for p in shared]
                 query_losses, support_losses = self._adapted(
-                    lambda p: self._batched_task_losses(p, support_x, support_y, support_mask),
-                    lambda p: self._batched_task_losses(p, query_x, query_y, query_mask),
-                    self._broadcast_parameters(support_x),
+                    lambda p: self._batched_task_losses(p, support_x, support_y, support_mask, shared, start),
+                    lambda p: self._batched_task_losses(p, query_x, query_y, query_mask, shared, start),
+                    start,
                     loss_scale,
                     batched=True,
                 )
@@ -700,21 +721,28 @@ class MetaLearner(tf.Module):
         batch = [tf.convert_to_tensor(a) for a in (support_x, support_y, query_x, query_y)]
         steps = self.steps_per_call
         masks = self._masks(batch, support_mask, query_mask, leading=3 if steps > 1 else 2)
+        signature = tuple((tuple(a.shape), a.dtype) for a in batch)
+        if masks or signature not in self._checked:  # masks' values are checked at every call
+            self._check_meta_step_batch(batch, masks)
+            if not masks:
+                self._checked.add(signature)
+        return self.step(*batch, *masks)
+
+    def _check_meta_step_batch(self, batch: list[tf.Tensor], masks: list[tf.Tensor]) -> None:
+        steps = self.steps_per_call
         if steps == 1:
             self._check_task_batch(*batch, *masks)
-        else:
-            for name, a in zip(
-                ("support_x", "support_y", "query_x", "query_y", "support_mask", "query_mask"), batch + masks
-            ):
-                if a.shape.rank is None or a.shape.rank < 3 or a.shape[0] != steps:
-                    raise ValueError(
-                        f"MetaLearner.meta_step: with steps_per_call={steps}, {name} needs a leading axis of that "
-                        f"length, one task batch per meta-iteration: (steps_per_call, tasks, examples, ...); got "
-                        f"shape {tuple(a.shape)}."
-                    )
-            # checked as one batch of steps * tasks tasks
-            self._check_task_batch(*[_merge_leading_axes(a) for a in batch + masks])
-        return self.step(*batch, *masks)
+            return
+        for name, a in zip(
+            ("support_x", "support_y", "query_x", "query_y", "support_mask", "query_mask"), batch + masks
+        ):
+            if a.shape.rank is None or a.shape.rank < 3 or a.shape[0] != steps:
+                raise ValueError(
+                    f"MetaLearner.meta_step: with steps_per_call={steps}, {name} needs a leading axis of that "
+                    f"length, one task batch per meta-iteration: (steps_per_call, tasks, examples, ...); got "
+                    f"shape {tuple(a.shape)}."
+                )
+        self._check_task_batch(*[_merge_leading_axes(a) for a in batch + masks])  # as steps * tasks tasks
 
     # -- evaluation ---------------------------------------------------------------------------
 
@@ -927,6 +955,12 @@ class MetaLearner(tf.Module):
                     f"MetaLearner: {name} marks no real example in tasks {empty.tolist()}; every task needs at least "
                     "one support and one query example."
                 )
+
+
+def _task_shape(x: tf.Tensor, p: tf.Tensor) -> list:
+    """``p``'s shape behind a leading task axis of ``x``'s length (static where known, which XLA
+    needs to compile the step once)."""
+    return [x.shape[0] if x.shape[0] is not None else tf.shape(x)[0], *p.shape]
 
 
 def _merge_leading_axes(x: tf.Tensor) -> tf.Tensor:

@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["batched_dense_stack", "map_pairs"]
 
-BatchedFunction = Callable[[Sequence[tf.Tensor], tf.Tensor], tf.Tensor]
+BatchedFunction = Callable[..., tf.Tensor]
 
 
 def batched_dense_stack(model: Any, variables: Sequence[Any]) -> tuple[BatchedFunction | None, str]:
@@ -47,7 +47,11 @@ def batched_dense_stack(model: Any, variables: Sequence[Any]) -> tuple[BatchedFu
       ``(f, "")`` where ``f(params, x)`` takes one tensor per variable with a leading task axis
       and inputs ``x`` of shape ``(tasks, examples, features)``, returning
       ``(tasks, examples, outputs)``; or ``(None, reason)`` naming why the model is not such a
-      stack.
+      stack. ``f(offsets, x, shared=params)`` runs each task on ``shared + offsets[task]``
+      (``shared`` without a task axis) as one matmul of the shared kernel over all tasks'
+      examples plus a batched matmul with the offsets: where the offsets are zeros (the first
+      inner step of MAML), XLA drops their product, and only their gradient, each task's own
+      gradient, is batched (the shape of JAX's ``vmap`` over tasks with unbatched parameters).
     """
     if not isinstance(model, keras.Sequential):
         return None, f"the model is a {type(model).__name__}, not a keras.Sequential of Dense layers"
@@ -76,17 +80,45 @@ def batched_dense_stack(model: Any, variables: Sequence[Any]) -> tuple[BatchedFu
         return None, "the model has trainable variables outside its Dense layers"
     dtype = variables[0].dtype
 
-    def function(params: Sequence[tf.Tensor], x: tf.Tensor) -> tf.Tensor:
+    def function(params: Sequence[tf.Tensor], x: tf.Tensor, shared: Sequence[tf.Tensor] | None = None) -> tf.Tensor:
         h = tf.cast(x, dtype)
         for kernel, bias, activation in plan:
-            h = tf.matmul(h, params[kernel])
+            if shared is None:
+                h = tf.matmul(h, params[kernel])
+            else:
+                h = _shared_matmul(h, shared[kernel], params[kernel])
             if bias is not None:
                 h = h + params[bias][:, None, :]
+                if shared is not None:
+                    h = h + shared[bias]
             if activation is not None:
                 h = activation(h)
         return h
 
     return function, ""
+
+
+@tf.custom_gradient
+def _shared_matmul(h: tf.Tensor, kernel: tf.Tensor, offset: tf.Tensor) -> tuple[tf.Tensor, Callable]:
+    """``h @ (kernel + offset)`` per task for a zero ``offset``: the product is one matmul of the
+    shared ``kernel`` over every task's examples, and ``offset`` (zero, one per task) only takes
+    each task's own gradient ``h[t]^T dy[t]``, as a batched matmul. The gradient is written with
+    differentiable ops, so outer tapes differentiate it again (second-order MAML)."""
+
+    def rows(t: tf.Tensor) -> tf.Tensor:
+        return tf.reshape(t, [-1, t.shape[-1]])
+
+    def like(flat: tf.Tensor, t: tf.Tensor) -> tf.Tensor:
+        lead = t.shape[:-1] if t.shape[:-1].is_fully_defined() else tf.shape(t)[:-1]
+        return tf.reshape(flat, tf.concat([lead, tf.shape(flat)[-1:]], 0))
+
+    def gradient(upstream: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        grad_h = like(tf.matmul(rows(upstream), kernel, transpose_b=True), h)
+        grad_kernel = tf.matmul(rows(h), rows(upstream), transpose_a=True)
+        grad_offset = tf.matmul(h, upstream, transpose_a=True)
+        return grad_h, grad_kernel, grad_offset
+
+    return like(tf.matmul(rows(h), kernel), h), gradient
 
 
 def map_pairs(fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
@@ -98,7 +130,8 @@ def map_pairs(fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], a: tf.Tensor, b: 
     ``tf.function`` that ``tf.vectorized_map`` wraps it in there: across that call boundary XLA
     made the step's inputs and variables compile-time constants and recompiled the step at every
     update (TF 2.21). Where ``fn`` holds an op that ``pfor`` cannot rewrite (or that private
-    entry point is missing), the pairs are written out one by one, which gives the same values.
+    entry point is missing), and when run eagerly, the pairs are written out one by one, which
+    gives the same values.
 
     Args:
       fn: a function of one pair of slices ``(a[i], b[i])``.
@@ -121,6 +154,8 @@ def map_pairs(fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], a: tf.Tensor, b: 
     count = a.shape[0]
     if count is None:
         return tf.vectorized_map(lambda pair: fn(pair[0], pair[1]), (a, b))
+    if tf.executing_eagerly():  # eagerly pfor would trace a new tf.function at every call
+        return tf.stack([fn(a[i], b[i]) for i in range(count)])
     try:
         if not _under_xla():
             return tf.vectorized_map(lambda pair: fn(pair[0], pair[1]), (a, b), fallback_to_while_loop=False)

@@ -110,3 +110,21 @@ def test_steps_per_call_equals_one_call_per_meta_iteration(jit_compile, vectoriz
         assert_close(a, e, rtol=1e-10, atol=1e-13, what="weights after three meta-iterations")
     with pytest.raises(ValueError, match="steps_per_call=3, support_x needs a leading axis"):
         learners[1].meta_step(*[b[:2] for b in batches])
+
+
+def test_first_inner_step_multiplies_the_shared_kernels_over_all_tasks_at_once():
+    """MAML's first inner step runs the shared weights on every task's examples with one plain
+    matmul per layer (JAX's vmap with unbatched parameters); later steps are batched matmuls.
+    The meta-gradient equals the task loop's (second order, float64)."""
+    batch = task_batches(1, tasks=4)
+    batch = [b[0] for b in batch]
+    learners = {
+        vectorize: MetaLearner(small_model(), mse, inner_steps=2, inner_learning_rate=0.1, vectorize=vectorize)
+        for vectorize in (True, False)
+    }
+    function = tf.function(learners[True]._meta_gradients, jit_compile=True)
+    ops = op_types(function, *batch)
+    assert ops.count("MatMul") >= 2 and ops.count("BatchMatMulV2") >= 2, sorted(set(ops))
+    expected = learners[False]._meta_gradients(*batch)
+    for a, e in zip(function(*batch)[1], expected[1]):
+        assert_close(a, e, rtol=1e-10, atol=1e-13, what="vectorised meta-gradient (XLA)")
