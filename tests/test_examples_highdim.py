@@ -86,6 +86,30 @@ def test_ball_points_are_uniform_in_the_ball_and_cheap_in_high_dimension():
     np.testing.assert_array_equal(highdim.ball_points(3, 5, [0, 1, 7]), highdim.ball_points(3, 5, [0, 1, 7]))
 
 
+def test_training_points_are_drawn_afresh_every_step_uniformly_in_the_ball():
+    for mode in ("eager", "xla"):
+        draw = highdim.fresh_ball_points
+        if mode == "xla":
+            draw = tf.function(draw, jit_compile=True)
+        points = draw(20000, 8, tf.constant(3, tf.int64)).numpy()
+        radius = np.linalg.norm(points, axis=1)
+        assert points.dtype == np.float32 and radius.max() <= 1.0 + 1e-6
+        for r in (0.5, 0.8, 0.95):  # P(|x| <= r) = r^D
+            assert abs(np.mean(radius <= r) - r**8) < 0.015, mode
+        assert np.abs(points.mean(axis=0)).max() < 0.02, mode
+        again = draw(20000, 8, tf.constant(3, tf.int64)).numpy()
+        np.testing.assert_array_equal(points, again)  # a function of the seed
+        other = draw(20000, 8, tf.constant(4, tf.int64)).numpy()
+        assert np.abs(points - other).max() > 0.1
+    # the loss of a step depends on its seed only, not on the trainer's stored interior points
+    problem, model = highdim.build(settings(dim=6, num_samples=3))
+    solution = problem.solution(model)
+    stored = [{"interior": highdim.ball_points(16, 6, k).astype(np.float32)} for k in (0, 1)]
+    loss = [float(problem.loss_terms(solution, points, {}, seed=5)["residual"]) for points in stored]
+    assert loss[0] == loss[1]
+    assert float(problem.loss_terms(solution, stored[0], {}, seed=6)["residual"]) != loss[0]
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [(["--dim", "1"], "--dim 1"), (["--dim", "4", "--num-samples", "5"], "--num-samples 5")],
