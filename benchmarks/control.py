@@ -3,7 +3,9 @@
 1. Overhead: hodiff's ``TrainStep`` with accumulation (4 micro-batches), global-norm clipping,
    non-finite skipping and gradient statistics, against the plain Keras step
    (``tape.gradient`` + ``optimizer.apply_gradients`` in a ``tf.function(jit_compile=True)``),
-   per micro-batch on the same model and data. Target: at most 1.15x.
+   per micro-batch on the same model and data. Target: at most 1.15x. A second baseline adds
+   the same gradient statistics to the Keras step, and the compiled programs' kernel counts
+   (XLA fusions and dots: run on every call, and inside conditionals) say where work is.
 2. Dispatch: ``steps_per_call=100`` against ``steps_per_call=1`` for a small MLP, per step.
 
 Writes ``benchmarks/results/control.json`` and prints a Markdown table.
@@ -16,12 +18,15 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import re
+
 import keras
 import numpy as np
 import tensorflow as tf
 
 from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, suite_arguments
 from hodiff import transforms
+from hodiff.monitor import gradient_stats
 from hodiff.step import TrainStep
 
 RESULTS = Path(__file__).parent / "results" / "control.json"
@@ -38,8 +43,9 @@ def data(batch: int, d_in: int) -> tuple[tf.Tensor, tf.Tensor]:
     return tf.constant(rng.normal(size=(batch, d_in)), tf.float32), tf.constant(rng.normal(size=(batch, 1)), tf.float32)
 
 
-def plain_keras_step(model: keras.Model, optimizer: keras.optimizers.Optimizer):
-    """What a Keras user writes: one compiled step, gradient then apply_gradients."""
+def plain_keras_step(model: keras.Model, optimizer: keras.optimizers.Optimizer, stats: bool = False):
+    """What a Keras user writes: one compiled step, gradient then apply_gradients (with ``stats``,
+    also :func:`hodiff.monitor.gradient_stats` of the gradients, returned after the loss)."""
 
     @tf.function(jit_compile=True)
     def step(x, y):
@@ -47,9 +53,23 @@ def plain_keras_step(model: keras.Model, optimizer: keras.optimizers.Optimizer):
             loss = tf.reduce_mean((model(x) - y) ** 2)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
+        return (loss, gradient_stats(grads)) if stats else loss
 
     return step
+
+
+def kernels(compiled, *args) -> dict:
+    """XLA kernels (fusions and dots) of a compiled function's optimized HLO: those every call
+    runs, and per conditional those of its true and false branches (one of them runs)."""
+    text = compiled.experimental_get_compiler_ir(*args)(stage="optimized_hlo")
+    blocks = {block.split(" ", 1)[0].lstrip("%"): block for block in re.split(r"\n(?=\S)", text)}
+    count = lambda block: len(re.findall(r" (?:fusion|dot)\(", block))
+    entry = next(block for block in blocks.values() if block.startswith("ENTRY"))
+    branches = re.findall(r"true_computation=%([\w.-]+), false_computation=%([\w.-]+)", text)
+    return {
+        "every_call": count(entry),
+        "conditionals": [[count(blocks.get(true, "")), count(blocks.get(false, ""))] for true, false in branches],
+    }
 
 
 def hodiff_step(model: keras.Model, steps_per_call: int = 1, full: bool = True) -> TrainStep:
@@ -66,11 +86,15 @@ def hodiff_step(model: keras.Model, steps_per_call: int = 1, full: bool = True) 
 
 def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
     x, y = data(batch, 32)
-    plain_model, hodiff_model = mlp(32, width, depth), mlp(32, width, depth)
-    plain = plain_keras_step(plain_model, keras.optimizers.Adam(1e-4))
-    step = hodiff_step(hodiff_model)
+    plain = plain_keras_step(mlp(32, width, depth), keras.optimizers.Adam(1e-4))
+    with_stats = plain_keras_step(mlp(32, width, depth), keras.optimizers.Adam(1e-4), stats=True)
+    step = hodiff_step(mlp(32, width, depth))
     times = interleaved_median_seconds(
-        {"keras_apply_gradients": lambda: plain(x, y), "hodiff_train_step": lambda: step(x, y)["loss"]},
+        {
+            "keras_apply_gradients": lambda: plain(x, y),
+            "keras_apply_gradients_with_stats": lambda: with_stats(x, y)[0],
+            "hodiff_train_step": lambda: step(x, y)["loss"],
+        },
         repeats=repeats,
         calls=20,
     )
@@ -80,6 +104,12 @@ def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
         "batch": batch,
         "seconds": times,
         "ratio": times["hodiff_train_step"] / times["keras_apply_gradients"],
+        "ratio_to_keras_with_stats": times["hodiff_train_step"] / times["keras_apply_gradients_with_stats"],
+        "kernels": {
+            "keras_apply_gradients": kernels(plain, x, y),
+            "keras_apply_gradients_with_stats": kernels(with_stats, x, y),
+            "hodiff_train_step": kernels(step._compiled, x, y),
+        },
     }
 
 
@@ -107,16 +137,27 @@ def bench_dispatch(steps_per_call: int, repeats: int) -> dict:
 
 def markdown(results: dict) -> str:
     lines = [
-        "| MLP (width x depth, batch) | Keras apply_gradients (ms/micro-batch) "
-        "| hodiff TrainStep, accumulate 4 + clip + skip + stats (ms) | ratio |",
-        "|---|---|---|---|",
+        "| MLP (width x depth, batch) | Keras apply_gradients (ms/micro-batch) | Keras + gradient_stats (ms) "
+        "| hodiff TrainStep, accumulate 4 + clip + skip + stats (ms) | ratio | ratio to Keras + stats |",
+        "|---|---|---|---|---|---|",
     ]
     for case in results["overhead"]:
         seconds = case["seconds"]
         lines.append(
             f"| {case['width']} x {case['depth']}, {case['batch']} | {1e3 * seconds['keras_apply_gradients']:.3f} "
-            f"| {1e3 * seconds['hodiff_train_step']:.3f} | {case['ratio']:.2f}x |"
+            f"| {1e3 * seconds['keras_apply_gradients_with_stats']:.3f} | {1e3 * seconds['hodiff_train_step']:.3f} "
+            f"| {case['ratio']:.2f}x | {case['ratio_to_keras_with_stats']:.2f}x |"
         )
+    first = results["overhead"][0]
+    lines += [
+        "",
+        f"XLA kernels (fusions and dots) on the {first['width']} x {first['depth']} model, run on every call "
+        "(and in the true / false branches of each conditional): "
+        + ", ".join(
+            f"{name} {k['every_call']}" + "".join(f" ({t} / {f})" for t, f in k["conditionals"])
+            for name, k in first["kernels"].items()
+        ),
+    ]
     dispatch = results["dispatch"]
     (one, many) = dispatch["seconds_per_step"].items()
     lines += [

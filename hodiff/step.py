@@ -82,7 +82,9 @@ class TrainStep(tf.Module):
     Calling the step with a batch returns a dict of tensors from the last step of the call:
     ``loss`` (float32 for a half-precision loss), ``losses`` (one per step of the call),
     ``applied`` (the optimizer ran), what the transforms report (``global_norm`` of the clipping
-    transforms, ``total_skips``, ...), ``loss_scale`` with a ``LossScaleOptimizer``, and with
+    transforms, ``total_skips``, ...; the transforms after an ``accumulate`` run only on the call
+    that applies, see :class:`hodiff.transforms.Deferred`, and report their value for zero
+    gradients on the other calls: ``global_norm`` 0), ``loss_scale`` with a ``LossScaleOptimizer``, and with
     ``monitor`` the statistics of the unscaled gradients as a dict under ``gradient_stats``
     (so the monitor's ``global_norm``, before any transform, stays apart from the clipping
     transform's). A batch with zero examples is not a step: ``applied`` is ``False`` and
@@ -159,7 +161,14 @@ class TrainStep(tf.Module):
             self._compiled_local = tf.function(
                 self._local_loss_and_grads, jit_compile=jit_compile and xla_reaches(strategy)
             )
-        self._compiled = tf.function(self._steps, jit_compile=jit_compile and strategy is None)
+        if strategy is None:
+            self._compiled = tf.function(self._local_steps, jit_compile=jit_compile)
+        else:
+            self._compiled = tf.function(self._steps)
+        self._signatures: dict = {}  # (dtype, shape) of each batch tensor -> concrete function, for eager calls
+
+    def _local_steps(self, *batch: Any) -> dict[str, tf.Tensor]:
+        return self._steps(batch, self._has_examples(batch))
 
     def _local_loss_and_grads(self, batch: tuple, index: tf.Tensor) -> tuple[tf.Tensor, list, dict]:
         if self.per_step_batches:
@@ -299,7 +308,7 @@ class TrainStep(tf.Module):
         return self.strategy.experimental_distribute_values_from_function(local_part)
 
     def __call__(self, *batch: Any) -> dict[str, tf.Tensor]:
-        batch = tf.nest.map_structure(tf.convert_to_tensor, batch)
+        batch = tuple(b if isinstance(b, tf.Tensor) else tf.nest.map_structure(tf.convert_to_tensor, b) for b in batch)
         if self.per_step_batches:
             for leaf in tf.nest.flatten(batch):
                 if leaf.shape.rank == 0 or leaf.shape[0] != self.steps_per_call:
@@ -307,20 +316,31 @@ class TrainStep(tf.Module):
                         f"TrainStep: per_step_batches=True needs every batch tensor to have a leading "
                         f"axis of length steps_per_call={self.steps_per_call}; got shape {tuple(leaf.shape)}."
                     )
-        has_examples = self._has_examples(batch)  # a Python bool when the shapes are known
         if self.strategy is None:
-            outputs = self._compiled(batch, has_examples)
+            outputs = self._call_local(batch)
         else:
-            outputs = self._compiled(self._distribute(batch), has_examples)
+            outputs = self._compiled(self._distribute(batch), self._has_examples(batch))
         if self.summary_writer is not None and self.monitor:
             step = int(self.optimizer.iterations.numpy())  # int() of a distributed variable fails
             write_summaries(outputs["gradient_stats"], step, self.summary_writer, self.variables_)
         return outputs
 
+    def _call_local(self, batch: tuple) -> dict[str, tf.Tensor]:
+        """The compiled step on a batch. Called eagerly with tensors, the concrete function for
+        their dtypes and shapes is looked up in a dict: tf.function's own dispatch (argument
+        binding, a trace type per argument, the cache lookup) costs about 0.1 ms, as much as the
+        whole step of a small model."""
+        if not tf.executing_eagerly() or not all(isinstance(b, tf.Tensor) for b in batch):
+            return self._compiled(*batch)
+        signature = tuple((b.dtype, tuple(b.shape)) for b in batch)
+        concrete = self._signatures.get(signature)
+        if concrete is None:
+            concrete = self._signatures[signature] = self._compiled.get_concrete_function(*batch)
+        return concrete(*batch)
+
     def _has_examples(self, batch: Any) -> bool | tf.Tensor:
         """False when a batch tensor has zero examples (along its batch axis): a Python bool when
-        the shapes are known (no tensor to build per call; the compiled step is traced once per
-        value), else computed in the graph."""
+        the shapes are known, else computed in the graph."""
         axis = 1 if self.per_step_batches else 0
         leaves = [leaf for leaf in tf.nest.flatten(batch) if leaf.shape.rank is None or leaf.shape.rank > axis]
         sizes = [leaf.shape[axis] if leaf.shape.rank is not None else None for leaf in leaves]

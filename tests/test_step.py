@@ -378,3 +378,4 @@ def test_non_finite_micro_batch_is_dropped_and_the_update_waits_for_a_finite_one
     assert_close(w, [-3.0, -4.0], rtol=1e-6)  # means [2, 3] and [1, 1]: the NaN never reached the sums
     assert int(outputs[-1]["total_skips"]) == 1 and int(step.optimizer.iterations) == 2
     assert step._compiled.experimental_get_tracing_count() == 1, "one trace for every call of the same shapes"
+    assert len(step._signatures) == 1
