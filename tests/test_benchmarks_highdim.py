@@ -31,9 +31,10 @@ def test_routes_with_the_same_seed_compute_the_same_estimate(setting, jit_compil
     seed = tf.constant(7, tf.int64)
     values = {
         name: tf.function(highdim.laplacian_route(name, model, SAMPLES), jit_compile=jit_compile)(x, seed).numpy()
-        for name in highdim.STOCHASTIC
+        for name in highdim.STOCHASTIC + highdim.TIMED_ONLY
     }
     np.testing.assert_allclose(values["sdgd_nested"], values["stde_sparse"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(values["sdgd_nested_sorted_draw"], values["sdgd_nested"])  # the same draw
     np.testing.assert_allclose(values["hutchinson_hvp"], values["stde_rademacher"], rtol=1e-4, atol=1e-5)
     assert not np.allclose(values["stde_sparse"], values["stde_rademacher"])  # two different estimators
 
