@@ -31,12 +31,12 @@ class Jet(NamedTuple):
 
     Attributes:
       value: outputs, shape ``(N, k)``.
-      jacobian: ``d value_j / d x_i``, shape ``(N, d, k)``.
+      jacobian: ``d value_j / d x_i``, shape ``(N, d, k)``; ``None`` when not asked for.
       laplacian: ``sum_i d^2 value_j / d x_i^2``, shape ``(N, k)``; ``None`` when not asked for.
     """
 
     value: tf.Tensor
-    jacobian: tf.Tensor
+    jacobian: tf.Tensor | None
     laplacian: tf.Tensor | None
 
 
@@ -216,9 +216,34 @@ def _is_functional_chain(model, caller: str) -> bool:
     return True
 
 
+# Up to this many rows, a sum of squares over the stacked rows is one elementwise add chain, which XLA
+# fuses into a single pass (a reduction over the leading axis materialises the squares first).
+_UNROLLED_SUM_ROWS = 128
+
+
+@tf.custom_gradient
+def _unrolled_sum_of_squares(rows: tf.Tensor):
+    """``sum_i rows[i]^2`` as one add chain; its gradient ``2 rows g`` is one broadcast product
+    (the chain's own gradient would be one small op per row)."""
+    total = tf.add_n([tf.square(row) for row in tf.unstack(rows, num=rows.shape[0])])
+    return total, lambda upstream: 2.0 * rows * upstream[None]
+
+
+def _sum_of_squares(rows: tf.Tensor, group: list[int]) -> tf.Tensor:
+    """``sum_i rows[i]^2`` over ``i`` in ``group`` (rows stacked on axis 0)."""
+    picked = rows if len(group) == rows.shape[0] else tf.gather(rows, group)
+    if len(group) <= _UNROLLED_SUM_ROWS:
+        return _unrolled_sum_of_squares(picked)
+    return tf.reduce_sum(tf.square(picked), axis=0)
+
+
 def _propagate(
-    steps: list[tuple[str, Any]], x: tf.Tensor, tangents: tf.Tensor, groups: list[list[int]]
-) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor | None]:
+    steps: list[tuple[str, Any]],
+    x: tf.Tensor,
+    tangents: tf.Tensor,
+    groups: list[list[int]],
+    keep_tangents: bool = True,
+) -> tuple[tf.Tensor, tf.Tensor | None, tf.Tensor | None]:
     """Pushes the value, ``m`` first-order tangents and ``c`` collapsed second-order channels.
 
     The input's tangents are the same at every point (rows of ``tangents``, ``(m, d)``); second-
@@ -228,22 +253,29 @@ def _propagate(
     channels zero, so the first Dense layer is one ordinary matmul and the first activation sums
     squares of ``(m, k)``. After it, the jet is one stacked tensor ``(1 + m + c, N, k)``: a Dense
     layer is one matmul for all rows (and its gradient in a training step one matmul too).
+    With ``keep_tangents=False`` the tangents are dropped after the last nonlinearity (they
+    only feed the channels there), so the layers after it map the value and the channels only.
 
     Returns:
-      ``(value (N, k), tangents (m, N, k) or (m, k) if no nonlinearity, channels (c, N, k) or None)``.
+      ``(value (N, k), tangents (m, N, k) or (m, k) if no nonlinearity, or None when dropped,
+      channels (c, N, k) or None)``.
     """
     dtype = x.dtype
-    m, c = tangents.shape[0], len(groups)
+    m = tangents.shape[0]
+    last_activation = max((i for i, (kind, _) in enumerate(steps) if kind == "activation"), default=-1)
     num_points = tf.shape(x)[0]
     value, constant = x, tangents  # before the first activation: affine maps of x
-    jet = None  # afterwards: (1 + m + c, N, k)
-    for kind, step in steps:
+    jet = None  # afterwards: (1 + m + c, N, k), or (1 + c, N, k) once the tangents are dropped
+    shift = None  # a bias not yet added to the value row jet[0] (adding it there alone keeps XLA from
+    # materialising a biased copy of the whole jet)
+    for index, (kind, step) in enumerate(steps):
         if kind == "rescaling":
             scale, offset = (tf.cast(v, dtype) for v in (step.scale, step.offset))
             if jet is None:
                 value, constant = value * scale + offset, constant * scale
             else:  # the offset shifts the value only
-                jet = tf.concat([jet[:1] * scale + offset, jet[1:] * scale], axis=0)
+                head = jet[:1] if shift is None else jet[:1] + shift
+                jet, shift = tf.concat([head * scale + offset, jet[1:] * scale], axis=0), None
         elif kind == "dense":
             kernel = tf.cast(step.kernel, dtype)
             if jet is None:
@@ -251,41 +283,56 @@ def _propagate(
                 if step.use_bias:
                     value = value + tf.cast(step.bias, dtype)
             else:
+                if shift is not None:
+                    jet, shift = tf.concat([jet[:1] + shift, jet[1:]], axis=0), None
                 product = tf.matmul(tf.reshape(jet, [-1, kernel.shape[0]]), kernel)
-                jet = tf.reshape(product, tf.stack([1 + m + c, num_points, kernel.shape[1]]))
-                if step.use_bias:  # the bias shifts the value only
-                    jet = jet + tf.pad(tf.cast(step.bias, dtype)[None, None], [[0, m + c], [0, 0], [0, 0]])
+                jet = tf.reshape(product, tf.stack([jet.shape[0], num_points, kernel.shape[1]]))
+                shift = tf.cast(step.bias, dtype) if step.use_bias else None  # the bias shifts the value only
         else:
+            drop = not keep_tangents and index == last_activation
             if jet is None:
                 new_value, first, second = step(value)
                 squares = tf.square(constant)  # (m, k): the same at every point
-                blocks = [new_value[None], first[None] * constant[:, None, :]]
+                blocks = [new_value[None]] + ([] if drop else [first[None] * constant[:, None, :]])
                 blocks += [(second * tf.reduce_sum(tf.gather(squares, group), axis=0))[None] for group in groups]
             else:
-                new_value, first, second = step(jet[0])
+                new_value, first, second = step(jet[0] if shift is None else jet[0] + shift)
+                shift = None
                 rows = jet[1 : 1 + m]
-                blocks = [new_value[None], first[None] * rows]
+                blocks = [new_value[None]] + ([] if drop else [first[None] * rows])
                 blocks += [
-                    (first * jet[1 + m + j] + second * tf.reduce_sum(tf.square(tf.gather(rows, group)), axis=0))[None]
-                    if len(group) < m
-                    else (first * jet[1 + m + j] + second * tf.reduce_sum(tf.square(rows), axis=0))[None]
+                    (first * jet[1 + m + j] + second * _sum_of_squares(rows, group))[None]
                     for j, group in enumerate(groups)
                 ]
             jet = tf.concat(blocks, axis=0)
+            if drop:
+                m = 0
     if jet is None:  # an affine model: no second-order terms
         return value, constant, None
-    return jet[0], jet[1 : 1 + m], jet[1 + m :]
+    value = jet[0] if shift is None else jet[0] + shift
+    return value, jet[1 : 1 + m] if keep_tangents else None, jet[1 + m :]
 
 
 def _propagate_separately(
-    steps: list[tuple[str, Any]], x: tf.Tensor, tangents: tf.Tensor, groups: list[list[int]]
-) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor | None]:
-    """:func:`_propagate` with every row its own ``(N, k)`` tensor: one matmul per row and per
-    layer, no concatenation or slicing; for a few tangents (a PINN's ``u_x, u_t, u_xx``)."""
+    steps: list[tuple[str, Any]],
+    x: tf.Tensor,
+    tangents: tf.Tensor,
+    groups: list[list[int]],
+    derivative_rows: int | None = None,
+) -> tuple[tf.Tensor, list[tf.Tensor], list[tf.Tensor] | None]:
+    """:func:`_propagate` with every row its own tensor: one matmul per row and per layer, no
+    concatenation or slicing; for a few tangents (a PINN's ``u_x, u_t, u_xx``).
+
+    With ``derivative_rows = n`` the tangents and channels are those of the first ``n`` points
+    only; the value is propagated at all of them (points that need only the value ride along).
+
+    Returns:
+      ``(value (N, k), [tangent (n, k), or (1, k) if no nonlinearity], [channel (n, k)] or None)``.
+    """
     dtype = x.dtype
-    m = tangents.shape[0]
+    head = (lambda t: t) if derivative_rows is None else (lambda t: t[:derivative_rows])
     value = x
-    moved: list[tf.Tensor] = [tangents[i][None, :] for i in range(m)]  # (1, k) until the first activation
+    moved = [tangents[i][None, :] for i in range(tangents.shape[0])]  # (1, k) until the first activation
     channels: list[tf.Tensor] | None = None
     for kind, step in steps:
         if kind == "rescaling":
@@ -302,15 +349,14 @@ def _propagate_separately(
             channels = None if channels is None else [tf.matmul(c, kernel) for c in channels]
         else:
             value, first, second = step(value)
+            first, second = head(first), head(second)
             squares = [tf.add_n([tf.square(moved[i]) for i in group]) for group in groups]
             channels = [
                 second * q if channels is None else first * c + second * q
                 for c, q in zip(channels or [None] * len(groups), squares)
             ]
             moved = [first * t for t in moved]
-    num_points = tf.shape(x)[0]
-    stacked = tf.stack([tf.broadcast_to(t, tf.shape(value)) for t in moved]) if m else tf.zeros([0, num_points, 0])
-    return value, stacked, None if channels is None else tf.stack(channels)
+    return value, moved, channels
 
 
 def _prepare(model: Any, x: Any, caller: str) -> tuple[list[tuple[str, Any]], tf.Tensor, tf.DType, int]:
@@ -340,7 +386,13 @@ def _per_point(tangents: tf.Tensor, num_points: Any) -> tf.Tensor:
     return tf.broadcast_to(tangents[:, None, :], tf.stack([tangents.shape[0], num_points, tangents.shape[1]]))
 
 
-def forward_jet(model: keras.Model, x: tf.Tensor, need_laplacian: bool = True, caller: str = "forward_jet") -> Jet:
+def forward_jet(
+    model: keras.Model,
+    x: tf.Tensor,
+    need_laplacian: bool = True,
+    caller: str = "forward_jet",
+    need_jacobian: bool = True,
+) -> Jet:
     """Propagates value, Jacobian and (optionally) Laplacian of a Keras chain at points ``x``.
 
     Args:
@@ -349,9 +401,12 @@ def forward_jet(model: keras.Model, x: tf.Tensor, need_laplacian: bool = True, c
         model's compute dtype and returned in ``x``'s dtype.
       need_laplacian: also propagate the Laplacian (skip it for divergence/Jacobians).
       caller: name used in error messages.
+      need_jacobian: also return the Jacobian; without it (the Laplacian alone) the tangents
+        are dropped after the last nonlinearity, which saves a pass over them per layer after it.
 
     Returns:
-      A :class:`Jet` with value ``(N, k)``, jacobian ``(N, d, k)`` and laplacian ``(N, k)``.
+      A :class:`Jet` with value ``(N, k)``, jacobian ``(N, d, k)`` (``None`` without
+      ``need_jacobian``) and laplacian ``(N, k)``.
 
     References:
       Li et al., "A computational framework for neural network-based variational Monte Carlo
@@ -369,14 +424,17 @@ def forward_jet(model: keras.Model, x: tf.Tensor, need_laplacian: bool = True, c
     """
     steps, x, result_dtype, d = _prepare(model, x, caller)
     groups = [list(range(d))] if need_laplacian else []
-    value, tangents, channels = _propagate(steps, x, tf.eye(d, dtype=x.dtype), groups)
-    num_points = tf.shape(x)[0]
-    jacobian = tf.transpose(_per_point(tangents, num_points), [1, 0, 2])
+    if not (need_jacobian or need_laplacian):
+        raise ValueError(f"{caller}: need_jacobian and need_laplacian are both False; nothing to propagate.")
+    value, tangents, channels = _propagate(steps, x, tf.eye(d, dtype=x.dtype), groups, keep_tangents=need_jacobian)
+    jacobian = None
+    if need_jacobian:
+        jacobian = tf.cast(tf.transpose(_per_point(tangents, tf.shape(x)[0]), [1, 0, 2]), result_dtype)
     laplacian = None
     if need_laplacian:
         laplacian = tf.zeros_like(value) if channels is None else channels[0]
         laplacian = tf.cast(laplacian, result_dtype)
-    return Jet(tf.cast(value, result_dtype), tf.cast(jacobian, result_dtype), laplacian)
+    return Jet(tf.cast(value, result_dtype), jacobian, laplacian)
 
 
 def forward_partials(
@@ -385,6 +443,7 @@ def forward_partials(
     first: Sequence[int] = (),
     second: Sequence[int] = (),
     separate_rows: bool = True,
+    derivative_rows: int | None = None,
     caller: str = "forward_partials",
 ) -> tuple[tf.Tensor, dict[int, tf.Tensor], dict[int, tf.Tensor]]:
     """Value, chosen first partials and chosen pure second partials of a Keras chain, in one pass.
@@ -404,10 +463,14 @@ def forward_partials(
         network, 3 x 20 tanh, a training step 1.13x faster than nested tapes) or stacked
         (1.18x slower there: at width 20 concatenations and slices cost more than the matmuls
         they save; stacking pays off for wide layers).
+      derivative_rows: the partials only at the first ``derivative_rows`` points of ``x``
+        (``None``: at all); the value is computed at every point, so points where only the
+        value is wanted (a PINN's boundary and initial points) share the pass.
       caller: name used in error messages.
 
     Returns:
-      ``(value, {i: du/dx_i}, {i: d^2u/dx_i^2})``, each ``(N, k)`` in ``x``'s dtype.
+      ``(value, {i: du/dx_i}, {i: d^2u/dx_i^2})`` in ``x``'s dtype: the value ``(N, k)``, the
+      partials ``(N, k)`` or ``(derivative_rows, k)``.
 
     References:
       Dangel, Siebert, Zeinhofer et al., "Collapsing Taylor mode automatic differentiation",
@@ -430,12 +493,23 @@ def forward_partials(
     directions = sorted({int(i) for i in first} | {int(i) for i in second})
     row = {i: r for r, i in enumerate(directions)}
     tangents = tf.gather(tf.eye(d, dtype=x.dtype), directions) if directions else tf.zeros([0, d], x.dtype)
-    propagate = _propagate_separately if separate_rows else _propagate
-    value, moved, channels = propagate(steps, x, tangents, [[row[int(i)]] for i in second])
-    moved = _per_point(moved, tf.shape(x)[0])
+    groups = [[row[int(i)]] for i in second]
+    if separate_rows:
+        value, moved, channels = _propagate_separately(steps, x, tangents, groups, derivative_rows)
+    else:
+        # every row at every point, then the leading points' rows (a pass of one shape for all rows)
+        value, stacked, both = _propagate(steps, x, tangents, groups)
+        assert stacked is not None  # tangents are kept unless asked otherwise
+        head = (lambda t: t) if derivative_rows is None else (lambda t: t[:derivative_rows])
+        moved = [stacked[r] if stacked.shape.rank == 2 else head(stacked[r]) for r in range(len(directions))]
+        channels = None if both is None else [head(both[j]) for j in range(len(groups))]
+    with_partials = value if derivative_rows is None else value[:derivative_rows]
+    shape = tf.shape(with_partials)
     cast = lambda t: tf.cast(t, result_dtype)
-    firsts = {int(i): cast(moved[row[int(i)]]) for i in first}
-    seconds = {int(i): cast(tf.zeros_like(value) if channels is None else channels[j]) for j, i in enumerate(second)}
+    firsts = {int(i): cast(tf.broadcast_to(moved[row[int(i)]], shape)) for i in first}
+    seconds = {
+        int(i): cast(tf.zeros_like(with_partials) if channels is None else channels[j]) for j, i in enumerate(second)
+    }
     return cast(value), firsts, seconds
 
 
@@ -450,4 +524,4 @@ def forward_laplacian(model: keras.Model) -> Callable[[tf.Tensor], tf.Tensor]:
     Returns:
       A function of ``x`` (``(N, d)``) returning the Laplacian, shape ``(N, k)``.
     """
-    return lambda x: forward_jet(model, x, caller="forward_laplacian").laplacian
+    return lambda x: forward_jet(model, x, caller="forward_laplacian", need_jacobian=False).laplacian

@@ -150,3 +150,50 @@ def test_problem_partials_by_one_forward_pass_match_nested_tapes(run):
     assert set(forward) == set(nested) == {"u", "u_t", "u_x", "u_xx", "v_tt"}
     for key in nested:
         np.testing.assert_allclose(forward[key], nested[key], rtol=1e-10, atol=1e-13, err_msg=key)
+
+
+def test_forward_partials_at_the_leading_rows_only(run):
+    """derivative_rows=n: the value at every point, the partials of the first n points only."""
+    from hodiff.taylor import forward_partials
+
+    model = make_mlp(2, 2, width=8, depth=3)
+    x = points(9, 2)
+    value, firsts, seconds = run(lambda x: forward_partials(model, x, (0, 1), (0,), derivative_rows=5), x)
+    alone = forward_partials(model, x[:5], (0, 1), (0,))
+    np.testing.assert_allclose(value, model(x), rtol=1e-12)
+    assert firsts[0].shape == firsts[1].shape == seconds[0].shape == (5, 2)
+    for got, expected in ((firsts[0], alone[1][0]), (firsts[1], alone[1][1]), (seconds[0], alone[2][0])):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+    stacked = forward_partials(model, x, (0, 1), (0,), derivative_rows=5, separate_rows=False)
+    for got, expected in ((stacked[0], value), (stacked[1][1], firsts[1]), (stacked[2][0], seconds[0])):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("d", [3, 40])
+def test_laplacian_without_the_jacobian_matches_the_full_jet(run, d):
+    """need_jacobian=False drops the tangents after the last activation: the same Laplacian."""
+    model = make_mlp(d, 2, width=6, depth=3)
+    x = points(5, d)
+    full = forward_jet(model, x)
+    lean = run(lambda x: forward_jet(model, x, need_jacobian=False), x)
+    assert lean.jacobian is None
+    np.testing.assert_allclose(lean.value, full.value, rtol=1e-14)
+    np.testing.assert_allclose(lean.laplacian, full.laplacian, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(run(hodiff.forward_laplacian(model), x), full.laplacian, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="nothing to propagate"):
+        forward_jet(model, x, need_laplacian=False, need_jacobian=False)
+
+
+def test_second_order_derivatives_through_the_forward_laplacian_match_nested():
+    """The sum of squares has its own gradient: HVPs of a loss on the forward Laplacian (fourth
+    order in the network) equal those through nested tapes."""
+    model = make_mlp(3, 1, width=5, depth=3)
+    x = points(4, 3)
+    weights = model.trainable_variables[:-1]  # the output bias does not reach a Laplacian
+    directions = [tf.ones_like(w) for w in weights]
+    operators = {method: hodiff.laplacian(model, method=method) for method in ("forward", "nested")}
+    losses = {method: lambda _, op=op: tf.reduce_mean(op(x) ** 2) for method, op in operators.items()}
+    for mode in ("forward_over_reverse", "reverse_over_reverse"):
+        forward, nested = (hodiff.hvp(losses[method], weights, directions, mode=mode) for method in losses)
+        for a, b in zip(forward, nested):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
