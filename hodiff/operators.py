@@ -144,7 +144,7 @@ def laplacian(
         x = _validate.as_differentiable(x, "x", caller)
         d = _validate.check_field_points(x, caller)
         if method == "forward":
-            jet = taylor.forward_jet(u, x, caller=caller)
+            jet = taylor.forward_jet(u, x, caller=caller, need_jacobian=False)
             _validate.check_per_point_values(jet.laplacian, x, "u", caller)
             return jet.laplacian
         if method == "hutchinson":
