@@ -3,9 +3,11 @@
 1. Overhead: hodiff's ``TrainStep`` with accumulation (4 micro-batches), global-norm clipping,
    non-finite skipping and gradient statistics, against the plain Keras step
    (``tape.gradient`` + ``optimizer.apply_gradients`` in a ``tf.function(jit_compile=True)``),
-   per micro-batch on the same model and data. Target: at most 1.15x. A second baseline adds
-   the same gradient statistics to the Keras step, and the compiled programs' kernel counts
-   (XLA fusions and dots: run on every call, and inside conditionals) say where work is.
+   per micro-batch on the same model and data. Target: at most 1.15x. Two more baselines: the
+   Keras step called through its concrete function (``get_concrete_function``: no tf.function
+   dispatch, which ``TrainStep`` skips the same way), and the Keras step with the same gradient
+   statistics. The compiled programs' kernel counts (XLA fusions and dots: run on every call,
+   and inside conditionals) say where the work is.
 2. Dispatch: ``steps_per_call=100`` against ``steps_per_call=1`` for a small MLP, per step.
 
 Writes ``benchmarks/results/control.json`` and prints a Markdown table.
@@ -89,9 +91,11 @@ def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
     plain = plain_keras_step(mlp(32, width, depth), keras.optimizers.Adam(1e-4))
     with_stats = plain_keras_step(mlp(32, width, depth), keras.optimizers.Adam(1e-4), stats=True)
     step = hodiff_step(mlp(32, width, depth))
+    concrete = plain.get_concrete_function(x, y)
     times = interleaved_median_seconds(
         {
             "keras_apply_gradients": lambda: plain(x, y),
+            "keras_apply_gradients_concrete": lambda: concrete(x, y),
             "keras_apply_gradients_with_stats": lambda: with_stats(x, y)[0],
             "hodiff_train_step": lambda: step(x, y)["loss"],
         },
@@ -104,6 +108,7 @@ def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
         "batch": batch,
         "seconds": times,
         "ratio": times["hodiff_train_step"] / times["keras_apply_gradients"],
+        "ratio_to_keras_concrete": times["hodiff_train_step"] / times["keras_apply_gradients_concrete"],
         "ratio_to_keras_with_stats": times["hodiff_train_step"] / times["keras_apply_gradients_with_stats"],
         "kernels": {
             "keras_apply_gradients": kernels(plain, x, y),
@@ -137,16 +142,18 @@ def bench_dispatch(steps_per_call: int, repeats: int) -> dict:
 
 def markdown(results: dict) -> str:
     lines = [
-        "| MLP (width x depth, batch) | Keras apply_gradients (ms/micro-batch) | Keras + gradient_stats (ms) "
-        "| hodiff TrainStep, accumulate 4 + clip + skip + stats (ms) | ratio | ratio to Keras + stats |",
-        "|---|---|---|---|---|---|",
+        "| MLP (width x depth, batch) | Keras apply_gradients (ms/micro-batch) | Keras, concrete function (ms) "
+        "| Keras + gradient_stats (ms) | hodiff TrainStep, accumulate 4 + clip + skip + stats (ms) | ratio "
+        "| ratio to Keras concrete | ratio to Keras + stats |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for case in results["overhead"]:
-        seconds = case["seconds"]
+        ms = {name: f"{1e3 * seconds:.3f}" for name, seconds in case["seconds"].items()}
         lines.append(
-            f"| {case['width']} x {case['depth']}, {case['batch']} | {1e3 * seconds['keras_apply_gradients']:.3f} "
-            f"| {1e3 * seconds['keras_apply_gradients_with_stats']:.3f} | {1e3 * seconds['hodiff_train_step']:.3f} "
-            f"| {case['ratio']:.2f}x | {case['ratio_to_keras_with_stats']:.2f}x |"
+            f"| {case['width']} x {case['depth']}, {case['batch']} | {ms['keras_apply_gradients']} "
+            f"| {ms['keras_apply_gradients_concrete']} | {ms['keras_apply_gradients_with_stats']} "
+            f"| {ms['hodiff_train_step']} | {case['ratio']:.2f}x | {case['ratio_to_keras_concrete']:.2f}x "
+            f"| {case['ratio_to_keras_with_stats']:.2f}x |"
         )
     first = results["overhead"][0]
     lines += [

@@ -330,7 +330,9 @@ class TrainStep(tf.Module):
         their dtypes and shapes is looked up in a dict: tf.function's own dispatch (argument
         binding, a trace type per argument, the cache lookup) costs about 0.1 ms, as much as the
         whole step of a small model."""
-        if not tf.executing_eagerly() or not all(isinstance(b, tf.Tensor) for b in batch):
+        if not tf.executing_eagerly() or tf.config.functions_run_eagerly():
+            return self._compiled(*batch)
+        if not all(isinstance(b, tf.Tensor) for b in batch):
             return self._compiled(*batch)
         signature = tuple((b.dtype, tuple(b.shape)) for b in batch)
         concrete = self._signatures.get(signature)

@@ -379,3 +379,15 @@ def test_non_finite_micro_batch_is_dropped_and_the_update_waits_for_a_finite_one
     assert int(outputs[-1]["total_skips"]) == 1 and int(step.optimizer.iterations) == 2
     assert step._compiled.experimental_get_tracing_count() == 1, "one trace for every call of the same shapes"
     assert len(step._signatures) == 1
+
+
+def test_functions_run_eagerly_for_debugging_still_train():
+    w = tf.Variable([1.0, -2.0])
+    step = TrainStep(lambda: tf.reduce_sum(w**2), [w], keras.optimizers.SGD(0.1), transform=transforms.accumulate(1))
+    tf.config.run_functions_eagerly(True)
+    try:
+        outputs = step()
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert bool(outputs["applied"]) and not step._signatures, "no concrete function: the step ran eagerly"
+    assert_close(w, [0.8, -1.6], rtol=1e-6)
