@@ -207,3 +207,20 @@ def test_collapsed_biharmonic_edge_cases():
     np.testing.assert_array_equal(forward_biharmonic(affine, x), np.zeros((3, 3)))
     with pytest.raises(ValueError, match="method='nested'"):
         forward_biharmonic(lambda x: x[:, 0], x)
+
+
+def test_collapsed_second_order_edge_cases():
+    """The order-2 collapsed pass: an activation before the first Dense layer, and an affine model (zero)."""
+    model = keras.Sequential(
+        [
+            keras.Input((3,), dtype="float64"),
+            keras.layers.Activation("sigmoid", dtype="float64"),
+            keras.layers.Dense(4, "tanh", dtype="float64"),
+            keras.layers.Dense(1, dtype="float64"),
+        ]
+    )
+    x, v, w = points(3, 3), points(2, 3, seed=1), points(2, 2, seed=2)
+    nested = contracted_derivative(lambda x: model(x)[:, 0], x, v, w, 2, method="nested")
+    np.testing.assert_allclose(contracted_derivative(model, x, v, w, 2)[..., 0], nested, rtol=1e-10)
+    affine = keras.Sequential([keras.Input((3,), dtype="float64"), keras.layers.Dense(2, dtype="float64")])
+    np.testing.assert_array_equal(contracted_derivative(affine, x, v, w, 2), np.zeros((3, 2, 2)))
