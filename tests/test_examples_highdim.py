@@ -154,4 +154,4 @@ def test_default_preset_reaches_one_percent_at_d_1000(tmp_path):
     assert main(["highdim", "--output", str(output), "--no-progress"]) == 0
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["dim"] == 1000 and metrics["relative_l2_error"] <= 1e-2
-    assert metrics["wall_seconds"] <= 600
+    assert metrics["total_seconds"] <= 600  # training and evaluation; measured 447 s under load (8.6e-3)
