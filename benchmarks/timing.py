@@ -108,15 +108,22 @@ def machine(**versions: str) -> dict:
 _DOT = re.compile(r"=\s*\w+\[([\d,]*)\]\S*\s+dot\(\s*\w+\[([\d,]*)\]\S*\s+[^,]+,.*?lhs_contracting_dims=\{([\d,]*)\}")
 
 
+_SHAPE = re.compile(r"%?([\w.\-]+)(?: =|:) \w+\[([\d,]*)\]")
+_NAMED_DOT = re.compile(r"=\s*\w+\[([\d,]*)\]\S*\s+dot\(%([\w.\-]+), [^)]*\),.*?lhs_contracting_dims=\{([\d,]*)\}")
+
+
 def hlo_matmul_flops(hlo_text: str) -> int:
     """Matmul FLOPs (2 per multiply-add) of the ``dot`` instructions in an HLO module's text.
 
     Each instruction counts once: a dot inside a loop body counts once, not once per iteration.
-    Elementwise work (tanh, the Adam update) is not counted.
+    Elementwise work (tanh, the Adam update) is not counted. Reads both the text of the HLO
+    before optimisation (operand shapes written inline) and after (operands named only).
     """
+    shapes = {name: dims for name, dims in _SHAPE.findall(hlo_text)}
+    matches = [match.groups() for match in _DOT.finditer(hlo_text)]
+    matches += [(out, shapes.get(lhs, ""), axes) for out, lhs, axes in _NAMED_DOT.findall(hlo_text)]
     total = 0
-    for match in _DOT.finditer(hlo_text):
-        out_shape, lhs_shape, contracting = match.groups()
+    for out_shape, lhs_shape, contracting in matches:
         dims = [int(v) for v in lhs_shape.split(",") if v]
         size = 1
         for v in out_shape.split(","):
@@ -130,12 +137,14 @@ def hlo_matmul_flops(hlo_text: str) -> int:
     return total
 
 
-def matmul_flops(fn: Callable, *args) -> int:
-    """Matmul FLOPs of one call of ``fn(*args)`` compiled with XLA, counted from its HLO."""
+def matmul_flops(fn: Callable, *args, optimized: bool = False) -> int:
+    """Matmul FLOPs of one call of ``fn(*args)`` compiled with XLA, counted from its HLO: as
+    traced, or with ``optimized`` after XLA's optimisations (what runs: shared work merged)."""
     import tensorflow as tf
 
     compiled = fn if hasattr(fn, "experimental_get_compiler_ir") else tf.function(fn, jit_compile=True)
-    return hlo_matmul_flops(compiled.experimental_get_compiler_ir(*args)(stage="hlo"))
+    stage = "optimized_hlo" if optimized else "hlo"
+    return hlo_matmul_flops(compiled.experimental_get_compiler_ir(*args)(stage=stage))
 
 
 def matmul_peak_flops(size: int = 2048, dtype: str = "float32", repeats: int = 5) -> float:
