@@ -74,15 +74,16 @@ def kernels(compiled, *args) -> dict:
     }
 
 
-def hodiff_step(model: keras.Model, steps_per_call: int = 1, full: bool = True) -> TrainStep:
-    transform = (
-        transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(4), transforms.clip_by_global_norm(1.0))
-        if full
-        else None
-    )
+def hodiff_step(model: keras.Model, steps_per_call: int = 1, transform: bool = True, monitor: bool = True) -> TrainStep:
+    chain = transforms.chain(transforms.skip_nonfinite(), transforms.accumulate(4), transforms.clip_by_global_norm(1.0))
     loss_fn = lambda x, y: tf.reduce_mean((model(x) - y) ** 2)
     return TrainStep(
-        loss_fn, model, keras.optimizers.Adam(1e-4), transform=transform, steps_per_call=steps_per_call, monitor=full
+        loss_fn,
+        model,
+        keras.optimizers.Adam(1e-4),
+        transform=chain if transform else None,
+        steps_per_call=steps_per_call,
+        monitor=monitor,
     )
 
 
@@ -118,9 +119,33 @@ def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
     }
 
 
+def bench_breakdown(repeats: int) -> dict:
+    """Where the 64 x 2 step's time goes: TrainStep with and without its transforms and its
+    statistics, each called as usual (its concrete function) and the full and bare ones also
+    through ``tf.function``'s dispatch, beside the Keras step."""
+    x, y = data(64, 32)
+    plain = plain_keras_step(mlp(32, 64, 2), keras.optimizers.Adam(1e-4))
+    steps = {
+        "full": hodiff_step(mlp(32, 64, 2)),
+        "transforms_only": hodiff_step(mlp(32, 64, 2), monitor=False),
+        "statistics_only": hodiff_step(mlp(32, 64, 2), transform=False),
+        "bare": hodiff_step(mlp(32, 64, 2), transform=False, monitor=False),
+    }
+    candidates = {"keras_apply_gradients": lambda: plain(x, y)}
+    for name, step in steps.items():
+        candidates[name] = lambda step=step: step(x, y)["loss"]
+        if name in ("full", "bare"):
+            candidates[f"{name}_through_dispatch"] = lambda step=step: step._compiled(x, y)["loss"]
+    times = interleaved_median_seconds(candidates, repeats=repeats, calls=20)
+    counts = {"keras_apply_gradients": kernels(plain, x, y)}
+    counts.update({name: kernels(step._compiled, x, y) for name, step in steps.items()})
+    return {"seconds": times, "kernels": counts}
+
+
 def bench_dispatch(steps_per_call: int, repeats: int) -> dict:
     x, y = data(32, 2)
-    single, looped = hodiff_step(mlp(2, 16, 2), 1, full=False), hodiff_step(mlp(2, 16, 2), steps_per_call, full=False)
+    single = hodiff_step(mlp(2, 16, 2), 1, transform=False, monitor=False)
+    looped = hodiff_step(mlp(2, 16, 2), steps_per_call, transform=False, monitor=False)
     times = interleaved_median_seconds(
         {
             "steps_per_call_1": lambda: single(x, y)["loss"],
@@ -165,6 +190,19 @@ def markdown(results: dict) -> str:
             for name, k in first["kernels"].items()
         ),
     ]
+    breakdown = results["breakdown"]
+    keras_seconds = breakdown["seconds"]["keras_apply_gradients"]
+    lines += [
+        "",
+        "| 64 x 2 model, batch 64 | ms/micro-batch | vs Keras | XLA kernels every call (branches) |",
+        "|---|---|---|---|",
+    ]
+    for name, seconds in breakdown["seconds"].items():
+        counts = breakdown["kernels"].get(name)
+        kernel_text = (
+            f"{counts['every_call']}" + "".join(f" ({t} / {f})" for t, f in counts["conditionals"]) if counts else ""
+        )
+        lines.append(f"| {name} | {1e3 * seconds:.3f} | {seconds / keras_seconds:.2f}x | {kernel_text} |")
     dispatch = results["dispatch"]
     (one, many) = dispatch["seconds_per_step"].items()
     lines += [
@@ -185,6 +223,8 @@ def main(argv=None) -> int:
         for width, depth, batch in cases:
             print(f"step overhead: width {width}, depth {depth}, batch {batch} ...", flush=True)
             results["overhead"].append(bench_overhead(width, depth, batch, repeats))
+        print("breakdown ...", flush=True)
+        results["breakdown"] = bench_breakdown(repeats)
         print("steps_per_call ...", flush=True)
         results["dispatch"] = bench_dispatch(100, repeats)
     report(results, markdown(results), args.output)
