@@ -253,49 +253,6 @@ def _steps(model: Any, x: tf.Tensor, order: int, caller: str) -> tuple[list[tupl
     return steps, max(x.dtype, tf.as_dtype(dense_layers[0].compute_dtype), key=lambda t: t.size)
 
 
-def _forward_second_order(
-    steps: list[tuple[str, Any]], x: tf.Tensor, v: tf.Tensor | SparseDirections, mixing: tf.Tensor, dtype: tf.DType
-) -> list[tf.Tensor]:
-    """:func:`_forward` for a collapsed jet of order 2: ``[c_0, c_1, sum_s mixing[:, r, s] c_2^(s)]``.
-
-    The same arithmetic with fewer and simpler ops (the Laplacian estimate of a training step):
-    ``c_1`` travels as ``(N, S, width)`` and the collapsed ``c_2`` as ``(N, R, width)``, which stays
-    ``None`` (zero) until the first activation. Per activation ``c_1 -> s' c_1`` and
-    ``c_2 -> s' c_2 + s'' / 2 sum_s mixing_s c_1^(s) ** 2``.
-    """
-    d = x.shape[1]
-    num_points = tf.shape(x)[0]
-    value = tf.cast(x, dtype)
-    first = None  # (N, S, width); None while it is still the input's v
-    top = None  # (N, R, width); None while it is zero
-    for kind, step in steps:
-        if kind == "dense":
-            kernel = tf.cast(step.kernel, dtype)
-            if first is None:  # x + t v: coefficient 1 is v
-                first = _first_layer(v, kernel)
-            else:
-                product = tf.matmul(tf.reshape(first, [-1, kernel.shape[0]]), kernel)
-                first = tf.reshape(product, tf.stack([num_points, -1, kernel.shape[1]]))
-                if top is not None:
-                    top = tf.einsum("nrw,wv->nrv", top, kernel)
-            value = tf.matmul(value, kernel)
-            if step.use_bias:  # the bias shifts the value only
-                value = value + tf.cast(step.bias, dtype)
-        else:
-            if first is None:
-                first = _dense(v, d)
-            derivatives = step(value)
-            slope, curvature = derivatives[1][:, None, :], 0.5 * derivatives[2][:, None, :]
-            squares = tf.einsum("nrs,nsw->nrw", mixing, first * first)
-            top = curvature * squares if top is None else slope * top + curvature * squares
-            first = slope * first
-            value = derivatives[0]
-    assert first is not None
-    if top is None:  # an affine model: no second-order term
-        top = tf.zeros(tf.stack([num_points, tf.shape(mixing)[1], tf.shape(value)[1]]), dtype)
-    return [tf.cast(c, x.dtype) for c in (tf.broadcast_to(value[:, None, :], tf.shape(first)), first, top)]
-
-
 def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str, mixing: Any = None) -> list[tf.Tensor]:
     """Coefficients ``0..k``; with ``mixing`` (``(N, R, S)``) the last is ``sum_s mixing[:, r, s] c_k^(s)``."""
     steps, dtype = _steps(model, x, order, caller)
@@ -303,8 +260,6 @@ def _forward(model: Any, x: tf.Tensor, directions: Any, order: int, caller: str,
     result_dtype = x.dtype
     v = _directions(directions, x, dtype, caller)
     num_points = tf.shape(x)[0]
-    if mixing is not None and order == 2:
-        return _forward_second_order(steps, x, v, tf.cast(mixing, dtype), dtype)
     collapse = mixing is not None and order > 1  # carry coefficient k as R weighted sums, not S copies
     rows = order - 1 if collapse else order
     if mixing is not None:
