@@ -131,6 +131,20 @@ def main(argv=None) -> int:
         return run(args)
 
 
+def rotated_median_seconds(candidates: dict, repeats: int, calls: int) -> dict[str, float]:
+    """Median seconds per call, candidates interleaved as by ``interleaved_median_seconds`` but
+    with their order rotated every round: in a fixed order the first candidate ran right after
+    JAX's 100-iteration scan each round and was charged for JAX's worker threads winding down
+    (2 cores; hodiff's first route measured 1.5x slower there than in second place)."""
+    names = list(candidates)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(repeats):
+        order = names[round_ % len(names) :] + names[: round_ % len(names)]
+        for name, s in interleaved_median_seconds({n: candidates[n] for n in order}, 1, calls).items():
+            samples[name].append(s)
+    return {name: sorted(times)[len(times) // 2] for name, times in samples.items()}
+
+
 def learner(steps_per_call: int = 1, vectorize: bool = True) -> MetaLearner:
     return MetaLearner(
         network(0),
@@ -171,7 +185,7 @@ def run(args) -> int:
             candidates[JAX] = lambda: step(*jax_batch)
             candidates[JAX_MANY.format(k=k)] = lambda: scan(*jax_batches)
             iterations[JAX_MANY.format(k=k)] = k
-    per_call = interleaved_median_seconds(candidates, repeats=args.repeats, calls=5)
+    per_call = rotated_median_seconds(candidates, repeats=args.repeats, calls=5)
     seconds = {name: s / iterations.get(name, 1) for name, s in per_call.items()}
     hodiff_seconds = seconds[HODIFF]
     results = {
