@@ -212,7 +212,7 @@ def test_training_gradients_flow_through_jets(model, run):
 
     by_jets, reference, noisy = run(gradients, x)
     assert by_jets[-1] is None and noisy[-1] is None  # the output bias
-    np.testing.assert_array_equal(reference[-1], 0.0)
+    assert reference[-1] is None or np.all(np.asarray(reference[-1]) == 0.0)  # zero or unconnected, by taylor's path
     for a, b, c in zip(by_jets[:-1], reference[:-1], noisy[:-1]):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
         assert np.all(np.isfinite(c)) and np.any(c != 0)
