@@ -330,9 +330,8 @@ class TrainStep(tf.Module):
         their dtypes and shapes is looked up in a dict: tf.function's own dispatch (argument
         binding, a trace type per argument, the cache lookup) costs about 0.1 ms, as much as the
         whole step of a small model."""
-        if not tf.executing_eagerly() or tf.config.functions_run_eagerly():
-            return self._compiled(*batch)
-        if not all(isinstance(b, tf.Tensor) for b in batch):
+        eager_tensors = all(isinstance(b, tf.Tensor) for b in batch) and tf.executing_eagerly()
+        if not eager_tensors or tf.config.functions_run_eagerly():
             return self._compiled(*batch)
         signature = tuple((b.dtype, tuple(b.shape)) for b in batch)
         concrete = self._signatures.get(signature)
