@@ -44,7 +44,6 @@ from hodiff.operators import (
 )
 from hodiff.taylor import Jet, forward_jet, forward_laplacian
 
-
 if TYPE_CHECKING:  # loaded on first use (PEP 562), see __getattr__
     from hodiff import meta, pinn, training
     from hodiff.training.lbfgs import minimize_lbfgs

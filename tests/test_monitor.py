@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from hodiff.checks import assert_close
-from hodiff.monitor import format_stats, gradient_stats, write_summaries
+from hodiff.training.monitor import format_stats, gradient_stats, write_summaries
 
 
 def test_statistics_in_every_mode(run):

@@ -40,9 +40,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff import _validate
 from hodiff.meta.functional import FunctionalModel
-from hodiff.meta.inner import check_steps, unroll
+from hodiff.meta.inner import check_steps, inner_loop, unroll
 from hodiff.meta.optimizers import InnerOptimizer, inner_optimizer
 from hodiff.meta.vectorized import batched_dense_stack, map_pairs
 from hodiff.training.step import TrainStep, full_precision
