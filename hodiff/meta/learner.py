@@ -24,8 +24,10 @@ Example:
   mse = lambda prediction, target: tf.reduce_mean((prediction - target) ** 2)
   learner = MetaLearner(model, mse, variant="maml", inner_steps=1, jit_compile=False)
   x = tf.random.normal((4, 5, 1))  # 4 tasks of 5 examples
-  query_loss, support_loss = learner.meta_step(x, tf.sin(x), x, tf.sin(x))
-  assert query_loss.shape == () and float(query_loss) >= 0.0
+  before = [w.numpy().copy() for w in model.trainable_weights]
+  out = learner.meta_step(x, tf.sin(x), x, tf.sin(x))  # one outer (Adam) update
+  assert bool(out["applied"]) and float(out["loss"]) > 0.0
+  assert all(not (w.numpy() == b).all() for w, b in zip(model.trainable_weights, before))
   ```
 """
 
