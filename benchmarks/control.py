@@ -27,9 +27,9 @@ import numpy as np
 import tensorflow as tf
 
 from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, suite_arguments
-from hodiff import transforms
-from hodiff.monitor import gradient_stats
-from hodiff.step import TrainStep
+from hodiff.training import transforms
+from hodiff.training.monitor import gradient_stats
+from hodiff.training.step import TrainStep
 
 RESULTS = Path(__file__).parent / "results" / "control.json"
 
@@ -47,7 +47,7 @@ def data(batch: int, d_in: int) -> tuple[tf.Tensor, tf.Tensor]:
 
 def plain_keras_step(model: keras.Model, optimizer: keras.optimizers.Optimizer, stats: bool = False):
     """What a Keras user writes: one compiled step, gradient then apply_gradients (with ``stats``,
-    also :func:`hodiff.monitor.gradient_stats` of the gradients, returned after the loss)."""
+    also :func:`hodiff.training.monitor.gradient_stats` of the gradients, returned after the loss)."""
 
     @tf.function(jit_compile=True)
     def step(x, y):

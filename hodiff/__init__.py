@@ -3,11 +3,20 @@
 Derivatives as composable function transforms (the tapes stay inside), differential operators
 for fields, Taylor-mode Laplacians, stochastic estimators, a scipy-backed Hessian operator and
 scipy reference checks; stable custom gradients, gradient transforms, multi-task merging,
-gradient monitoring and compiled training steps; PINN solvers (``hodiff.pinn``) and MAML-family
-meta-learning (``hodiff.meta``). Everything runs in eager mode, ``tf.function`` and XLA.
+gradient monitoring and compiled training steps (``hodiff.training``); PINN solvers (``hodiff.pinn``)
+and MAML-family meta-learning (``hodiff.meta``). Everything runs in eager mode, ``tf.function`` and XLA.
+
+``import hodiff`` loads the derivative core only; ``hodiff.training``, ``hodiff.meta`` and
+``hodiff.pinn`` (and ``TrainStep``, ``minimize_lbfgs``) load on first use.
 """
 
-from hodiff import checks, jets, meta, monitor, multitask, penalties, pinn, stable, stde, transforms
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from hodiff import checks, jets, stde
+from hodiff._deprecation import warn_moved
 from hodiff.derivatives import (
     HVP_MODES,
     batch_hessian,
@@ -24,7 +33,6 @@ from hodiff.derivatives import (
 )
 from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
 from hodiff.jets import SparseDirections, contracted_derivative, directional_derivative, taylor_coefficients
-from hodiff.lbfgs import minimize_lbfgs
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import (
     OPERATOR_METHODS,
@@ -34,10 +42,48 @@ from hodiff.operators import (
     stochastic_divergence,
     stochastic_laplacian,
 )
-from hodiff.step import TrainStep
 from hodiff.taylor import Jet, forward_jet, forward_laplacian
 
+if TYPE_CHECKING:  # loaded on first use (PEP 562), see __getattr__
+    from hodiff import meta, pinn, training
+    from hodiff.training.lbfgs import minimize_lbfgs
+    from hodiff.training.step import TrainStep
+
 __version__ = "0.1.0"
+
+_SUBPACKAGES = ("meta", "pinn", "training")
+_LAZY = {"TrainStep": "hodiff.training.step", "minimize_lbfgs": "hodiff.training.lbfgs"}
+_MOVED = {  # old module -> new module, kept for one release
+    "transforms": "hodiff.training.transforms",
+    "step": "hodiff.training.step",
+    "stable": "hodiff.training.stable",
+    "monitor": "hodiff.training.monitor",
+    "multitask": "hodiff.training.multitask",
+    "penalties": "hodiff.training.penalties",
+    "lbfgs": "hodiff.training.lbfgs",
+    "meta_vectorized": "hodiff.meta.vectorized",
+    "meta_optimizers": "hodiff.meta.optimizers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Loads ``hodiff.meta``, ``hodiff.pinn``, ``hodiff.training`` and their names on first use;
+    the moved modules' old names (``hodiff.transforms``, ...) warn and return their alias."""
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"hodiff.{name}")
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _MOVED:
+        warn_moved(f"hodiff.{name}", _MOVED[name])
+        return importlib.import_module(f"hodiff.{name}")
+    raise AttributeError(f"module 'hodiff' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "HVP_MODES",
@@ -69,19 +115,15 @@ __all__ = [
     "laplacian",
     "meta",
     "minimize_lbfgs",
-    "monitor",
-    "multitask",
     "newton_cg",
     "nth_derivative",
     "partials",
-    "penalties",
     "pinn",
-    "stable",
     "stde",
     "stochastic_divergence",
     "stochastic_laplacian",
     "taylor_coefficients",
-    "transforms",
+    "training",
     "value_and_grad",
     "vjp",
 ]

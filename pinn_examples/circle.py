@@ -19,8 +19,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff import transforms
-from hodiff.step import TrainStep
+from hodiff.training import transforms
+from hodiff.training.step import TrainStep
 from pinn_examples._runner import SEED_MAX, number
 
 

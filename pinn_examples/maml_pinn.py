@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from hodiff import partials
 from hodiff.meta import MetaLearner
-from hodiff.step import TrainStep
+from hodiff.training.step import TrainStep
 from pinn_examples._runner import SEED_MAX, number
 
 MODES = 3

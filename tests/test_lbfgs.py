@@ -6,7 +6,7 @@ import pytest
 import scipy.optimize
 import tensorflow as tf
 
-from hodiff.lbfgs import minimize_lbfgs
+from hodiff.training.lbfgs import minimize_lbfgs
 
 
 def test_rosenbrock_on_variables_takes_scipys_iterates():

@@ -128,6 +128,20 @@ def test_batch_norm_is_an_error_or_normalises_with_the_evaluated_batch():
     assert all(np.array_equal(a, v.numpy()) for a, v in zip(moving, model.non_trainable_variables)), (
         "running averages untouched"
     )
+    # the inner steps themselves normalise with the batch's statistics: two plain gradient steps by hand
+    expected = functional.parameters()
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            tape.watch(expected)
+            loss = mse(functional(expected, x), y)
+        expected = [p - 0.1 * g for p, g in zip(expected, tape.gradient(loss, expected))]
+    for got, want in zip(adapted, expected):
+        assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(adapted[0].numpy(), functional.parameters()[0].numpy()), "the kernel was adapted"
+    hidden_after = x.numpy() @ adapted[0].numpy() + adapted[1].numpy()
+    after = (hidden_after - hidden_after.mean(0)) / np.sqrt(hidden_after.var(0) + layer.epsilon)
+    after = (after * adapted[2].numpy() + adapted[3].numpy()) @ adapted[4].numpy() + adapted[5].numpy()
+    assert_close(functional(adapted, x), after, rtol=1e-4, atol=1e-5)
 
 
 def test_bad_input():

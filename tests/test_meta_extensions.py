@@ -220,4 +220,22 @@ def test_vectorize_choices_and_errors():
         InnerAdam(epsilon=0.0)
     with pytest.raises(ValueError, match="tasks must be the four tensors"):
         MetaLearner(small_model(), mse).evaluate(task_batch()[:2])
-    assert hodiff.meta.InnerSGD is not None
+
+
+def test_inner_sgd_is_plain_gradient_descent(run):
+    # InnerSGD's direction is the gradient itself (no state), so inner_loop with it is p <- p - lr * grad,
+    # step after step; a momentum or scaled direction would leave the hand-rolled trajectory.
+    assert hodiff.meta.InnerSGD is hodiff.meta.optimizers.InnerSGD
+    grads = [tf.constant([0.5, -4.0], tf.float64)]
+    directions, state = hodiff.meta.InnerSGD().update(grads, hodiff.meta.InnerSGD().init(grads), step=0)
+    assert_close(directions[0], grads[0], rtol=0) and list(state) == []
+    support_loss = lambda theta: mse(FUNCTIONAL(unflatten(theta), SUPPORT[0]), SUPPORT[1])
+    expected = THETA
+    for _ in range(3):
+        expected = expected - 0.1 * hodiff.grad(support_loss)(expected)
+    objective = lambda p: mse(FUNCTIONAL(p, SUPPORT[0]), SUPPORT[1])
+    adapted, losses = run(
+        lambda t: inner_loop(objective, unflatten(t), 3, 0.1, optimizer=hodiff.meta.InnerSGD()), THETA
+    )
+    assert_close(tf.concat([tf.reshape(a, [-1]) for a in adapted], 0), expected, rtol=1e-12)
+    assert_close(losses[0], support_loss(THETA), rtol=1e-12)

@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 from helpers.meta_fixtures import small_model
 
-import hodiff.meta_vectorized as meta_vectorized
+import hodiff.meta.vectorized as meta_vectorized
 from hodiff.checks import assert_close, in_mode
 from hodiff.meta import MetaLearner
-from hodiff.meta_vectorized import map_pairs
+from hodiff.meta.vectorized import map_pairs
 
 RNG = np.random.default_rng(3)
 A, B = tf.constant(RNG.normal(size=(5, 4, 1))), tf.constant(RNG.normal(size=(5, 4, 1)))

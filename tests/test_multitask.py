@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from hodiff import multitask
 from hodiff.checks import assert_close
+from hodiff.training import multitask
 
 RNG = np.random.default_rng(3)
 # Three tasks over two variables (shapes (2, 2) and (3,)), pairwise conflicting.

@@ -6,8 +6,8 @@ import pytest
 import tensorflow as tf
 
 import hodiff
-from hodiff import penalties
 from hodiff.checks import assert_close, check_grads, in_mode
+from hodiff.training import penalties
 
 RNG = np.random.default_rng(0)
 REAL, FAKE = RNG.normal(size=(6, 3)), RNG.normal(size=(6, 3))

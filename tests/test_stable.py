@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 import hodiff
-from hodiff import stable
 from hodiff.checks import assert_close, check_grads
+from hodiff.training import stable
 
 LOGITS = np.array([0.3, -1.2, 2.0, 0.7])
 LABELS = np.array([[0.2, 0.1, 0.6, 0.1], [0.0, 1.0, 0.0, 0.0]])

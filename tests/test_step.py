@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 from helpers.step_problem import train
 
-from hodiff import transforms
 from hodiff.checks import assert_close
-from hodiff.step import TrainStep
+from hodiff.training import transforms
+from hodiff.training.step import TrainStep
 
 HELPER = os.path.join(os.path.dirname(__file__), "helpers", "distributed.py")
 
@@ -188,7 +188,7 @@ def test_bad_input():
     loss_fn = lambda x: tf.reduce_mean(model(x))
     with pytest.raises(ValueError, match="steps_per_call must be an int >= 1"):
         TrainStep(loss_fn, model, keras.optimizers.SGD(), steps_per_call=0)
-    with pytest.raises(TypeError, match="transform must be a hodiff.transforms transform"):
+    with pytest.raises(TypeError, match="transform must be a hodiff.training.transforms transform"):
         TrainStep(loss_fn, model, keras.optimizers.SGD(), transform=lambda g: g)
     with pytest.raises(ValueError, match="no variables to train.*keras.Input"):
         TrainStep(loss_fn, keras.Sequential([keras.layers.Dense(1)]), keras.optimizers.SGD())
@@ -300,8 +300,8 @@ def test_empty_batch_is_not_a_step(jit_compile):
 LOSS_SCALED_REPLICAS = """
 import contextlib
 import keras, numpy as np, tensorflow as tf
-from hodiff import transforms
-from hodiff.step import TrainStep
+from hodiff.training import transforms
+from hodiff.training.step import TrainStep
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from hodiff import transforms
 from hodiff.checks import assert_close
+from hodiff.training import transforms
 
 VARIABLES = [tf.Variable(np.ones((3, 2))), tf.Variable(np.full(2, 0.5)), tf.Variable(2.0, dtype=tf.float64)]
 GRADS = [tf.constant(np.arange(6.0).reshape(3, 2) - 2.5), tf.constant([3.0, -4.0], tf.float64), None]

@@ -1,6 +1,12 @@
 """Physics-informed neural networks on hodiff's derivatives: geometry, conditions, problem,
 networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on demand)."""
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from hodiff._deprecation import warn_moved
 from hodiff.pinn import callbacks, conditions, geometry, names, runlog, saving
 from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
@@ -25,9 +31,8 @@ from hodiff.pinn.geometry import (
 from hodiff.pinn.keras_model import PINNModel, ResamplePoints
 from hodiff.pinn.networks import FourierFeatures, Gate, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
-from hodiff.pinn.runlog import RunLog, atomic_write, write_json
 from hodiff.pinn.saving import load_solution, save_solution
-from hodiff.pinn.trainer import AdamResult, AdaptiveWeights, Resampling, Trainer, relative_l2_error
+from hodiff.pinn.trainer import AdamResult, AdaptiveWeights, Resampling, Trainer
 
 __all__ = [
     "AdamResult",
@@ -63,22 +68,34 @@ __all__ = [
     "ResamplePoints",
     "Resampling",
     "Robin",
-    "RunLog",
     "Sphere",
     "Stochastic",
     "TimeDomain",
     "Trainer",
     "Triangle",
-    "atomic_write",
     "callbacks",
     "conditions",
     "geometry",
     "load_solution",
     "mlp",
     "names",
-    "relative_l2_error",
     "runlog",
     "save_solution",
     "saving",
-    "write_json",
 ]
+
+_PLUMBING = {  # no longer public names of hodiff.pinn; reachable from their modules
+    "RunLog": "hodiff.pinn.runlog",
+    "atomic_write": "hodiff.pinn.runlog",
+    "write_json": "hodiff.pinn.runlog",
+    "relative_l2_error": "hodiff.pinn.trainer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``hodiff.pinn.RunLog`` and the other run-log plumbing warn for one release: import them from
+    their modules (``hodiff.pinn.runlog.RunLog``)."""
+    if name in _PLUMBING:
+        warn_moved(f"hodiff.pinn.{name}", f"{_PLUMBING[name]}.{name}")
+        return getattr(importlib.import_module(_PLUMBING[name]), name)
+    raise AttributeError(f"module 'hodiff.pinn' has no attribute {name!r}")

@@ -41,7 +41,7 @@ import tensorflow as tf
 
 from hodiff import _validate
 from hodiff.pinn.problem import Problem
-from hodiff.step import full_precision
+from hodiff.training.step import full_precision
 
 __all__ = ["PINNModel", "ReferenceErrorMetric", "ResamplePoints"]
 

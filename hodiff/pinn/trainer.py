@@ -50,12 +50,12 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from hodiff import _validate
-from hodiff.lbfgs import minimize_lbfgs
 from hodiff.pinn.callbacks import Callback
 from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import CausalWeights, Problem
 from hodiff.pinn.runlog import RunLog
-from hodiff.step import TrainStep, xla_reaches
+from hodiff.training.lbfgs import minimize_lbfgs
+from hodiff.training.step import TrainStep, xla_reaches
 
 __all__ = ["AdamResult", "AdaptiveWeights", "Resampling", "Trainer"]
 

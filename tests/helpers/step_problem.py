@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff import transforms
-from hodiff.step import TrainStep
+from hodiff.training import transforms
+from hodiff.training.step import TrainStep
 
 GLOBAL_BATCH = 16
 

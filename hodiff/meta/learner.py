@@ -1,11 +1,9 @@
-"""Functional parameters and MAML-family inner loops on unmodified Keras 3 models.
+"""MetaLearner: MAML-family meta-training of a Keras model in one compiled step.
 
-Keras 3's ``model.stateless_call(trainable, non_trainable, x)`` runs a model on substituted
-parameter tensors, so an inner loop can update *tensors* (not variables) and the outer tape sees
-the whole path from the initial weights to the query loss. :func:`inner_loop` unrolls the k
-inner steps in Python, so the second-order terms are never lost inside a ``tf.while_loop``, and
-:class:`MetaLearner` compiles a meta-training step over a batch of tasks (each task's
-meta-gradient computed inside the task loop, never differentiated through it).
+:class:`MetaLearner` compiles a meta-training step over a batch of tasks: each task is adapted
+by :func:`hodiff.meta.inner_loop`'s unrolled inner steps and its meta-gradient computed inside
+the task loop (never differentiated through it), or all tasks at once for a stack of ``Dense``
+layers (:mod:`hodiff.meta.vectorized`).
 
 Variants: MAML (second order), FOMAML (``first_order=True``), Meta-SGD (learned
 per-parameter inner learning rates), MAML++ (learned per-step learning rates, multi-step loss)
@@ -20,14 +18,16 @@ References:
 Example:
   ```python
   import keras, tensorflow as tf
-  from hodiff.meta import FunctionalModel, inner_loop
+  from hodiff.meta import MetaLearner
 
-  model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
-  f = FunctionalModel(model)
-  x, y = tf.random.normal((10, 1)), tf.random.normal((10, 1))
+  model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
   mse = lambda prediction, target: tf.reduce_mean((prediction - target) ** 2)
-  adapted, losses = inner_loop(lambda p: mse(f(p, x), y), f.parameters(), steps=5, learning_rate=0.01)
-  assert losses.shape == (5,) and len(adapted) == len(model.trainable_variables)
+  learner = MetaLearner(model, mse, variant="maml", inner_steps=1, jit_compile=False)
+  x = tf.random.normal((4, 5, 1))  # 4 tasks of 5 examples
+  before = [w.numpy().copy() for w in model.trainable_weights]
+  out = learner.meta_step(x, tf.sin(x), x, tf.sin(x))  # one outer (Adam) update
+  assert bool(out["applied"]) and float(out["loss"]) > 0.0
+  assert all(not (w.numpy() == b).all() for w, b in zip(model.trainable_weights, before))
   ```
 """
 
@@ -42,288 +42,19 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff import _validate
-from hodiff.meta_optimizers import (
-    INNER_OPTIMIZERS,
-    InnerAdam,
-    InnerMomentum,
-    InnerOptimizer,
-    InnerSGD,
-    inner_optimizer,
-)
-from hodiff.meta_vectorized import batched_dense_stack, map_pairs
-from hodiff.step import TrainStep, full_precision, unscale
-from hodiff.transforms import GradientTransform
+from hodiff.meta.functional import FunctionalModel
+from hodiff.meta.inner import check_steps, inner_loop, unroll
+from hodiff.meta.optimizers import InnerOptimizer, inner_optimizer
+from hodiff.meta.vectorized import batched_dense_stack, map_pairs
+from hodiff.training.step import TrainStep, full_precision
+from hodiff.training.transforms import GradientTransform
 
-__all__ = [
-    "FunctionalModel",
-    "inner_loop",
-    "MetaLearner",
-    "MetaEvaluation",
-    "META_VARIANTS",
-    "INNER_OPTIMIZERS",
-    "InnerOptimizer",
-    "InnerSGD",
-    "InnerMomentum",
-    "InnerAdam",
-]
+__all__ = ["MetaLearner", "MetaEvaluation", "META_VARIANTS"]
 
 logger = logging.getLogger(__name__)
 
 META_VARIANTS = ("maml", "fomaml", "meta_sgd", "maml++", "anil")
 Loss = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
-
-_RUNNING_STATISTICS = (keras.layers.BatchNormalization,)
-
-
-class FunctionalModel:
-    """A Keras 3 model (or ``f(params, x)``) called on a list of parameter tensors.
-
-    A Keras model becomes the function ``f(params, x)`` that runs ``model.stateless_call`` on
-    ``params`` and the model's current non-trainable values; either way ``self.function`` is
-    that ``f`` and ``self.variables`` hold the initial parameters.
-
-    Args:
-      model: a built Keras model, or a callable ``f(params, x)`` over a list of tensors.
-      parameters: for a callable, the initial parameter list (tensors or variables).
-      batch_statistics: for models with BatchNormalization: ``False`` (default) raises, because
-        running averages updated by inner steps on support sets would be wrong for every other
-        task; ``True`` normalises with the statistics of the batch being evaluated at every
-        inner step and at the query (the transductive setting of Finn et al. 2017), and never
-        updates the running averages.
-
-    Example:
-      ```python
-      import tensorflow as tf
-      from hodiff.meta import FunctionalModel
-
-      f = FunctionalModel(lambda p, x: x @ p[0] + p[1], parameters=[tf.ones((2, 1)), tf.zeros(1)])
-      assert f([2 * tf.ones((2, 1)), tf.zeros(1)], tf.ones((3, 2))).numpy().tolist() == [[4.0]] * 3
-      ```
-    """
-
-    def __init__(
-        self, model: keras.Model | Callable, parameters: Sequence[Any] | None = None, batch_statistics: bool = False
-    ):
-        caller = "FunctionalModel"
-        self.batch_statistics = batch_statistics
-        if isinstance(model, keras.Model):
-            if not model.built or not model.weights:
-                raise ValueError(
-                    f"{caller}: the Keras model has no weights yet (unbuilt). Give it a keras.Input(shape=...) first "
-                    "layer or call it once on a batch before meta-learning."
-                )
-            with_statistics = [
-                layer.name for layer in model._flatten_layers() if isinstance(layer, _RUNNING_STATISTICS)
-            ]
-            if with_statistics and not batch_statistics:
-                raise ValueError(
-                    f"{caller}: layers {with_statistics} keep running statistics, which inner steps "
-                    f"on one task's support set would overwrite for every task. Pass "
-                    f"batch_statistics=True to normalise with each evaluated batch's own statistics "
-                    f"(running averages untouched), or use LayerNormalization instead."
-                )
-            self.model, self.variables = model, list(model.trainable_variables)
-            self.function = _stateless_function(model, training=batch_statistics)
-        elif callable(model):
-            if parameters is None:
-                raise ValueError(f"{caller}: a plain callable f(params, x) needs parameters=[initial tensors].")
-            self.model = self.function = model
-            self.variables = [p if isinstance(p, tf.Variable) else tf.Variable(p) for p in parameters]
-        else:
-            raise TypeError(
-                f"{caller}: model must be a Keras model or a callable f(params, x), got {type(model).__name__}."
-            )
-
-    def parameters(self) -> list[tf.Tensor]:
-        """The current parameters as tensors read from the variables (differentiable w.r.t. them)."""
-        return [tf.convert_to_tensor(v) for v in self.variables]
-
-    def __call__(self, params: Sequence[tf.Tensor], x: Any) -> tf.Tensor:
-        params = list(params)
-        if len(params) != len(self.variables):
-            raise ValueError(
-                f"FunctionalModel: got {len(params)} parameter tensors for {len(self.variables)} parameters; pass one "
-                "tensor per model.trainable_variables entry, in that order."
-            )
-        for index, (p, v) in enumerate(zip(params, self.variables)):
-            if not tf.TensorShape(p.shape).is_compatible_with(v.shape):
-                raise ValueError(
-                    f"FunctionalModel: parameter {index} has shape {tuple(p.shape)} but the model's has "
-                    f"{tuple(v.shape)}; the lists are probably in different orders."
-                )
-        return self.function(params, x)
-
-    def input_rank(self) -> int | None:
-        """The rank of one batch of inputs (2 for inputs of shape ``(None, d)``), when the model
-        declares a single input; ``None`` for plain callables and models without an input spec."""
-        try:
-            inputs = self.model.inputs if isinstance(self.model, keras.Model) else None
-        except (AttributeError, ValueError):
-            return None
-        return len(inputs[0].shape) if inputs and len(inputs) == 1 else None
-
-
-def _stateless_function(model: keras.Model, training: bool) -> Callable[[Sequence[tf.Tensor], Any], tf.Tensor]:
-    """``f(params, x)``: ``model`` run on ``params`` and its current non-trainable values, which
-    ``stateless_call`` never writes back."""
-
-    def function(params, x):
-        non_trainable = [tf.convert_to_tensor(v) for v in model.non_trainable_variables]
-        outputs, _ = model.stateless_call(list(params), non_trainable, x, training=training)
-        return outputs
-
-    return function
-
-
-def inner_loop(
-    objective: Callable[[list[tf.Tensor]], tf.Tensor],
-    params: Sequence[tf.Tensor],
-    steps: int,
-    learning_rate: Any,
-    first_order: bool = False,
-    adapt: Sequence[bool] | None = None,
-    recompute: bool = False,
-    loss_scale: Any = None,
-    optimizer: str | InnerOptimizer | None = None,
-) -> tuple[list[tf.Tensor], tf.Tensor]:
-    """``steps`` steps of a differentiable optimiser on one task's objective (its support loss).
-
-    Args:
-      objective: ``objective(params) -> scalar``, e.g.
-        ``lambda p: mse(model(p, x_support), y_support)`` with a :class:`FunctionalModel`, or a
-        PINN residual loss of ``p``.
-      params: the starting parameters (tensors; differentiate w.r.t. them for MAML).
-      steps: number of inner steps, >= 0 (unrolled in Python).
-      learning_rate: a scalar, a list with one tensor per parameter (Meta-SGD), or a function
-        of the step index returning either (MAML++'s per-step rates).
-      first_order: drop the second-order terms (FOMAML): inner gradients are constants to
-        outer tapes.
-      adapt: one bool per parameter; ``False`` keeps it fixed (ANIL adapts only the head).
-      recompute: recompute each inner step's activations in the backward pass instead of
-        storing them (memory for many steps).
-      loss_scale: for models that compute in float16 (``mixed_float16``): the objective is
-        multiplied by this before differentiating and each gradient divided by it in float32
-        after, so small inner gradients do not underflow in the float16 backward pass. A
-        half-precision objective is cast to float32 either way.
-      optimizer: the inner optimiser: ``"sgd"`` (default), ``"momentum"``, ``"adam"`` or an
-        :class:`InnerOptimizer` such as ``InnerAdam(beta_1=0.5)``; its state (momentum buffer,
-        Adam moments) is differentiated through like the parameters. The update is
-        ``p - learning_rate * direction``.
-
-    Returns:
-      ``(adapted_params, losses)``: the parameters after the last step and the (unscaled)
-      objective before each step, shape ``(steps,)``.
-    """
-    trajectory, losses = _unroll(
-        objective,
-        params,
-        steps,
-        learning_rate,
-        inner_optimizer(optimizer, "inner_loop"),
-        first_order,
-        adapt,
-        recompute,
-        loss_scale,
-        batched=False,
-    )
-    final = trajectory[-1] if trajectory else list(params)
-    return final, tf.stack(losses) if losses else tf.zeros((0,))
-
-
-def _check_steps(steps: int, caller: str) -> None:
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise ValueError(f"{caller}: steps must be an int >= 0 (number of inner gradient steps), got {steps!r}.")
-
-
-def _unroll(
-    objective: Callable[[list[tf.Tensor]], tf.Tensor],
-    params: Sequence[tf.Tensor],
-    steps: int,
-    learning_rate: Any,
-    optimizer: InnerOptimizer,
-    first_order: bool,
-    adapt: Sequence[bool] | None,
-    recompute: bool,
-    loss_scale: Any,
-    batched: bool,
-) -> tuple[list[list[tf.Tensor]], list[tf.Tensor]]:
-    """The parameters after each of ``steps`` inner steps and the objective before each.
-
-    With ``batched=True`` the objective returns one loss per task (parameters with a leading
-    task axis) and each step differentiates their sum, which gives every task its own gradient.
-    """
-    caller = "inner_loop"
-    _check_steps(steps, caller)
-    params = list(params)
-    adapt = [True] * len(params) if adapt is None else list(adapt)
-    if len(adapt) != len(params):
-        raise ValueError(f"{caller}: adapt has {len(adapt)} entries for {len(params)} parameters.")
-    count = len(params)
-    state = list(optimizer.init(params)) if steps else []
-    trajectory, losses = [], []
-    for step in range(steps):
-        rate = learning_rate(step) if callable(learning_rate) else learning_rate
-        rates = list(rate) if isinstance(rate, (list, tuple)) else [rate] * count
-        if len(rates) != count:
-            raise ValueError(
-                f"{caller}: got {len(rates)} learning rates for {count} parameters; pass a scalar or one rate "
-                "tensor per parameter."
-            )
-
-        def one_step(*flat, rates=rates, step=step):
-            current, current_state = list(flat[:count]), list(flat[count:])
-            with tf.GradientTape() as tape:
-                tape.watch(current)
-                loss = full_precision(objective(current))
-                if batched:
-                    total = tf.reduce_sum(loss)
-                else:
-                    _validate.check_scalar(loss, f"{caller}: objective")
-                    total = loss
-                scaled = total if loss_scale is None else total * tf.cast(loss_scale, total.dtype)
-            grads = tape.gradient(scaled, current, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-            if loss_scale is not None:
-                grads = unscale(grads, loss_scale)
-            if first_order:
-                grads = [tf.stop_gradient(g) for g in grads]
-            directions, new_state = optimizer.update(grads, current_state, step)
-            updated = [
-                p - _validate.constant(r, p.dtype) * d if keep else p
-                for p, d, r, keep in zip(current, directions, rates, adapt)
-            ]
-            return [loss] + updated + list(new_state)
-
-        result = _recomputed(one_step)(*params, *state) if recompute else one_step(*params, *state)
-        losses.append(result[0])
-        params, state = list(result[1 : 1 + count]), list(result[1 + count :])
-        trajectory.append(params)
-    return trajectory, losses
-
-
-def _recomputed(fn: Callable[..., list]) -> Callable[..., list]:
-    """``fn`` whose activations are recomputed from its inputs in the backward pass.
-
-    ``tf.recompute_grad`` gives wrong gradients for a function that itself takes a gradient (an
-    inner step), so this is the same idea written for it: the forward runs without recording,
-    the backward reruns ``fn`` under a tape from the inputs and the upstream gradients only.
-    """
-
-    @tf.custom_gradient
-    def wrapped(*inputs):
-        outputs = fn(*inputs)  # custom_gradient keeps outer tapes from recording this
-
-        def backward(*upstream):
-            with tf.GradientTape() as tape:
-                tape.watch(inputs)
-                again = fn(*inputs)
-            return tape.gradient(
-                again, list(inputs), output_gradients=list(upstream), unconnected_gradients=tf.UnconnectedGradients.ZERO
-            )
-
-        return outputs, backward
-
-    return wrapped
 
 
 @dataclasses.dataclass
@@ -369,7 +100,7 @@ class MetaLearner(tf.Module):
         ``keras.optimizers.LossScaleOptimizer`` turns on dynamic loss scaling of the query loss
         and, with the same scale, of every inner step (for ``mixed_float16`` models, see
         docs/meta.md for what runs in which precision).
-      transform: a :mod:`hodiff.transforms` transform on the meta-gradient (e.g. clipping).
+      transform: a :mod:`hodiff.training.transforms` transform on the meta-gradient (e.g. clipping).
       head: for ANIL, how many of the last trainable variables form the adapted head.
       multi_step_weights: for MAML++, weights of the query loss after each inner step (default
         all on the last).
@@ -380,7 +111,7 @@ class MetaLearner(tf.Module):
         variant's (learned) rates scale its directions.
       vectorize: adapt all tasks of a batch at once with batched matmuls. ``None`` (default):
         where the model is a ``keras.Sequential`` of ``Dense`` layers trained with ``loss_fn``
-        (see :func:`hodiff.meta_vectorized.batched_dense_stack`), else the task loop; ``True``:
+        (see :func:`hodiff.meta.vectorized.batched_dense_stack`), else the task loop; ``True``:
         raise if the model is not such a stack; ``False``: always the task loop.
       steps_per_call: meta-iterations per :meth:`meta_step` call, looped inside the compiled
         step (Python dispatch is paid once per call). With more than one, every tensor passed to
@@ -418,7 +149,7 @@ class MetaLearner(tf.Module):
         caller = "MetaLearner"
         if variant not in META_VARIANTS:
             raise ValueError(f"{caller}: variant {variant!r} is not one of {META_VARIANTS}.")
-        _check_steps(inner_steps, caller)
+        check_steps(inner_steps, caller)
         if vectorize not in (None, True, False):
             raise ValueError(f"{caller}: vectorize must be None (automatic), True or False, got {vectorize!r}.")
         self.functional = model if isinstance(model, FunctionalModel) else FunctionalModel(model)
@@ -557,7 +288,7 @@ class MetaLearner(tf.Module):
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """Query loss after the inner steps (weighted over steps for MAML++) and the support loss
         before them; per task with ``batched=True``."""
-        trajectory, support_losses = _unroll(
+        trajectory, support_losses = unroll(
             support,
             params,
             self.inner_steps,
@@ -775,7 +506,7 @@ class MetaLearner(tf.Module):
         if on_nonfinite not in ("warn", "raise", "ignore"):
             raise ValueError(f"{caller}: on_nonfinite must be 'warn', 'raise' or 'ignore', got {on_nonfinite!r}.")
         steps = self.inner_steps if steps is None else steps
-        _check_steps(steps, caller)
+        check_steps(steps, caller)
         if not isinstance(tasks, (list, tuple)) or len(tasks) != 4:
             raise ValueError(
                 f"{caller}: tasks must be the four tensors (support_x, support_y, query_x, query_y), each with a "
@@ -807,7 +538,7 @@ class MetaLearner(tf.Module):
         dtype = tf.as_dtype(self.functional.variables[0].dtype)
 
         def scores(support: Callable, query: Callable, params: list, batched: bool):
-            trajectory, support_losses = _unroll(
+            trajectory, support_losses = unroll(
                 support, params, steps, self.rates(), self.inner_optimizer, True, self.adapt, False, None, batched
             )
             states = [params] + trajectory

@@ -1,0 +1,120 @@
+"""Functional parameters on unmodified Keras 3 models: a model called on a list of tensors.
+
+Keras 3's ``model.stateless_call(trainable, non_trainable, x)`` runs a model on substituted
+parameter tensors, so an inner loop can update *tensors* (not variables) and the outer tape sees
+the whole path from the initial weights to the query loss. :class:`FunctionalModel` wraps that
+call (or any ``f(params, x)``) for :func:`hodiff.meta.inner_loop` and
+:class:`hodiff.meta.MetaLearner`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+__all__ = ["FunctionalModel"]
+
+_RUNNING_STATISTICS = (keras.layers.BatchNormalization,)
+
+
+class FunctionalModel:
+    """A Keras 3 model (or ``f(params, x)``) called on a list of parameter tensors.
+
+    A Keras model becomes the function ``f(params, x)`` that runs ``model.stateless_call`` on
+    ``params`` and the model's current non-trainable values; either way ``self.function`` is
+    that ``f`` and ``self.variables`` hold the initial parameters.
+
+    Args:
+      model: a built Keras model, or a callable ``f(params, x)`` over a list of tensors.
+      parameters: for a callable, the initial parameter list (tensors or variables).
+      batch_statistics: for models with BatchNormalization: ``False`` (default) raises, because
+        running averages updated by inner steps on support sets would be wrong for every other
+        task; ``True`` normalises with the statistics of the batch being evaluated at every
+        inner step and at the query (the transductive setting of Finn et al. 2017), and never
+        updates the running averages.
+
+    Example:
+      ```python
+      import tensorflow as tf
+      from hodiff.meta import FunctionalModel
+
+      f = FunctionalModel(lambda p, x: x @ p[0] + p[1], parameters=[tf.ones((2, 1)), tf.zeros(1)])
+      assert f([2 * tf.ones((2, 1)), tf.zeros(1)], tf.ones((3, 2))).numpy().tolist() == [[4.0]] * 3
+      ```
+    """
+
+    def __init__(
+        self, model: keras.Model | Callable, parameters: Sequence[Any] | None = None, batch_statistics: bool = False
+    ):
+        caller = "FunctionalModel"
+        self.batch_statistics = batch_statistics
+        if isinstance(model, keras.Model):
+            if not model.built or not model.weights:
+                raise ValueError(
+                    f"{caller}: the Keras model has no weights yet (unbuilt). Give it a keras.Input(shape=...) first "
+                    "layer or call it once on a batch before meta-learning."
+                )
+            with_statistics = [
+                layer.name for layer in model._flatten_layers() if isinstance(layer, _RUNNING_STATISTICS)
+            ]
+            if with_statistics and not batch_statistics:
+                raise ValueError(
+                    f"{caller}: layers {with_statistics} keep running statistics, which inner steps "
+                    f"on one task's support set would overwrite for every task. Pass "
+                    f"batch_statistics=True to normalise with each evaluated batch's own statistics "
+                    f"(running averages untouched), or use LayerNormalization instead."
+                )
+            self.model, self.variables = model, list(model.trainable_variables)
+            self.function = _stateless_function(model, training=batch_statistics)
+        elif callable(model):
+            if parameters is None:
+                raise ValueError(f"{caller}: a plain callable f(params, x) needs parameters=[initial tensors].")
+            self.model = self.function = model
+            self.variables = [p if isinstance(p, tf.Variable) else tf.Variable(p) for p in parameters]
+        else:
+            raise TypeError(
+                f"{caller}: model must be a Keras model or a callable f(params, x), got {type(model).__name__}."
+            )
+
+    def parameters(self) -> list[tf.Tensor]:
+        """The current parameters as tensors read from the variables (differentiable w.r.t. them)."""
+        return [tf.convert_to_tensor(v) for v in self.variables]
+
+    def __call__(self, params: Sequence[tf.Tensor], x: Any) -> tf.Tensor:
+        params = list(params)
+        if len(params) != len(self.variables):
+            raise ValueError(
+                f"FunctionalModel: got {len(params)} parameter tensors for {len(self.variables)} parameters; pass one "
+                "tensor per model.trainable_variables entry, in that order."
+            )
+        for index, (p, v) in enumerate(zip(params, self.variables)):
+            if not tf.TensorShape(p.shape).is_compatible_with(v.shape):
+                raise ValueError(
+                    f"FunctionalModel: parameter {index} has shape {tuple(p.shape)} but the model's has "
+                    f"{tuple(v.shape)}; the lists are probably in different orders."
+                )
+        return self.function(params, x)
+
+    def input_rank(self) -> int | None:
+        """The rank of one batch of inputs (2 for inputs of shape ``(None, d)``), when the model
+        declares a single input; ``None`` for plain callables and models without an input spec."""
+        try:
+            inputs = self.model.inputs if isinstance(self.model, keras.Model) else None
+        except (AttributeError, ValueError):
+            return None
+        return len(inputs[0].shape) if inputs and len(inputs) == 1 else None
+
+
+def _stateless_function(model: keras.Model, training: bool) -> Callable[[Sequence[tf.Tensor], Any], tf.Tensor]:
+    """``f(params, x)``: ``model`` run on ``params`` and its current non-trainable values, which
+    ``stateless_call`` never writes back."""
+
+    def function(params, x):
+        non_trainable = [tf.convert_to_tensor(v) for v in model.non_trainable_variables]
+        outputs, _ = model.stateless_call(list(params), non_trainable, x, training=training)
+        return outputs
+
+    return function
