@@ -23,6 +23,8 @@ from hodiff.derivatives import (
     vjp,
 )
 from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
+from hodiff.functional import functional_call
+from hodiff.gauss_newton import ggn_vector_product
 from hodiff.jets import SparseDirections, contracted_derivative, directional_derivative, taylor_coefficients
 from hodiff.lbfgs import minimize_lbfgs
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
@@ -34,6 +36,7 @@ from hodiff.operators import (
     stochastic_divergence,
     stochastic_laplacian,
 )
+from hodiff.per_example import per_example_gradient_norms, per_example_gradients
 from hodiff.step import TrainStep
 from hodiff.taylor import Jet, forward_jet, forward_laplacian
 
@@ -55,6 +58,8 @@ __all__ = [
     "elementwise_derivatives",
     "forward_jet",
     "forward_laplacian",
+    "functional_call",
+    "ggn_vector_product",
     "grad",
     "hessian",
     "hessian_diagonal",
@@ -75,6 +80,8 @@ __all__ = [
     "nth_derivative",
     "partials",
     "penalties",
+    "per_example_gradient_norms",
+    "per_example_gradients",
     "pinn",
     "stable",
     "stde",
