@@ -32,6 +32,8 @@ from hodiff.derivatives import (
     vjp,
 )
 from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
+from hodiff.functional import functional_call
+from hodiff.gauss_newton import ggn_vector_product
 from hodiff.jets import SparseDirections, contracted_derivative, directional_derivative, taylor_coefficients
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import (
@@ -42,6 +44,7 @@ from hodiff.operators import (
     stochastic_divergence,
     stochastic_laplacian,
 )
+from hodiff.per_example import per_example_gradient_norms, per_example_gradients
 from hodiff.taylor import Jet, forward_jet, forward_laplacian
 
 if TYPE_CHECKING:  # loaded on first use (PEP 562), see __getattr__
@@ -101,6 +104,8 @@ __all__ = [
     "elementwise_derivatives",
     "forward_jet",
     "forward_laplacian",
+    "functional_call",
+    "ggn_vector_product",
     "grad",
     "hessian",
     "hessian_diagonal",
@@ -118,6 +123,8 @@ __all__ = [
     "newton_cg",
     "nth_derivative",
     "partials",
+    "per_example_gradient_norms",
+    "per_example_gradients",
     "pinn",
     "stde",
     "stochastic_divergence",
