@@ -7,7 +7,7 @@ gradient monitoring and compiled training steps; PINN solvers (``hodiff.pinn``) 
 meta-learning (``hodiff.meta``). Everything runs in eager mode, ``tf.function`` and XLA.
 """
 
-from hodiff import checks, jets, meta, monitor, multitask, penalties, pinn, stable, stde, transforms
+from hodiff import checks, jets, meta, monitor, multitask, operators, penalties, pinn, stable, stde, taylor, transforms
 from hodiff.derivatives import (
     HVP_MODES,
     batch_hessian,
@@ -23,11 +23,27 @@ from hodiff.derivatives import (
     vjp,
 )
 from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
-from hodiff.jets import SparseDirections, contracted_derivative, directional_derivative, taylor_coefficients
+from hodiff.jets import (
+    Jet,
+    SparseDirections,
+    contracted_derivative,
+    directional_derivative,
+    forward_jet,
+    forward_laplacian,
+    taylor_coefficients,
+)
 from hodiff.lbfgs import minimize_lbfgs
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import (
     OPERATOR_METHODS,
+    Biharmonic,
+    Contraction,
+    Divergence,
+    Laplacian,
+    MixedPartial,
+    Operator,
+    Partials,
+    PurePartials,
     divergence,
     laplacian,
     partials,
@@ -35,15 +51,22 @@ from hodiff.operators import (
     stochastic_laplacian,
 )
 from hodiff.step import TrainStep
-from hodiff.taylor import Jet, forward_jet, forward_laplacian
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HVP_MODES",
     "OPERATOR_METHODS",
+    "Biharmonic",
+    "Contraction",
+    "Divergence",
     "Estimate",
     "Jet",
+    "Laplacian",
+    "MixedPartial",
+    "Operator",
+    "Partials",
+    "PurePartials",
     "SparseDirections",
     "TrainStep",
     "batch_hessian",
@@ -73,6 +96,7 @@ __all__ = [
     "multitask",
     "newton_cg",
     "nth_derivative",
+    "operators",
     "partials",
     "penalties",
     "pinn",
