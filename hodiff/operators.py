@@ -97,6 +97,16 @@ class Operator:
         assert self.decomposition is not None
         return self.decomposition.order
 
+    def terms(self, d: int) -> stde.Terms:
+        """The jets that ``"stochastic"`` with ``sampling="sparse"`` draws groups from (see :mod:`hodiff.jets.stde`)."""
+        assert self.decomposition is not None
+        return self.decomposition.terms(d)
+
+    def exact_terms(self, d: int) -> stde.Terms:
+        """The jets whose weighted sum is the operator (the exact jet-based methods)."""
+        assert self.decomposition is not None
+        return self.decomposition.exact_terms(d)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name})"
 

@@ -49,10 +49,40 @@ def test_partials_share_tapes_no_derivative_computed_twice():
 
 
 def test_partials_keep_column_shape_and_multi_letter_coords():
+    # u = x1^2 x2^3 as a column: u_x1 = 2 x1 x2^3, u_x1x2 = 6 x1 x2^2, u_x2 = 3 x1^2 x2^2 (a swapped
+    # x1/x2 column gives u_x2 for u_x1, and 6 x1^2 x2 ... for nothing: the values tell them apart)
+    u = lambda x: (x[:, 0] ** 2 * x[:, 1] ** 3)[:, None]
+    x = tf.constant([[0.5, 2.0], [1.5, -1.0], [2.0, 0.5]], tf.float64)
+    d = hodiff.partials(u, x, coords=("x1", "x2"), wanted=(("x1",), ("x2",), ("x1", "x2"), ("x2", "x2")))
+    x1, x2 = x[:, 0:1].numpy(), x[:, 1:2].numpy()
+    expected = {
+        ("x1",): 2 * x1 * x2**3,
+        ("x2",): 3 * x1**2 * x2**2,
+        ("x1", "x2"): 6 * x1 * x2**2,
+        ("x2", "x2"): 6 * x1**2 * x2,
+    }
+    for name, value in expected.items():
+        assert d[name].shape == (3, 1)
+        np.testing.assert_allclose(d[name].numpy(), value, rtol=1e-12, err_msg=str(name))
+
+
+def test_partials_of_a_model_by_forward_jets_equal_nested_and_name_the_right_column(run):
     model = make_mlp(2)
     x = points(5, 2)
-    d = hodiff.partials(model, x, coords=("x1", "x2"), wanted=(("x1",), ("x1", "x2")))
-    assert d[("x1",)].shape == (5, 1) and d[("x1", "x2")].shape == (5, 1)
+    coords = ("x1", "x2")
+    named = ((), ("x1",), ("x2",), ("x1", "x1"), ("x2", "x2"))  # () is the value
+    forward = run(lambda x: hodiff.Partials(coords, named)(model, method="forward")(x), x)
+    nested = run(lambda x: hodiff.Partials(coords, named)(model, method="nested")(x), x)
+    for name in named:
+        assert_close(forward[name], nested[name], default_tolerance(tf.float32, 2), what=str(name))
+    with tf.GradientTape() as tape:  # the columns named x1 and x2 are the gradient's columns 0 and 1
+        tape.watch(x)
+        value = model(x)
+    gradient = tape.gradient(value, x)
+    assert_close(forward[("x1",)][:, 0], gradient[:, 0], default_tolerance(tf.float32, 1), what="x1")
+    assert_close(forward[("x2",)][:, 0], gradient[:, 1], default_tolerance(tf.float32, 1), what="x2")
+    with pytest.raises(ValueError, match="mixed or higher partials"):
+        hodiff.Partials(coords, (("x1", "x2"),))(model, method="forward")(x)
 
 
 @pytest.mark.parametrize("method", ["nested", "forward"])
