@@ -104,6 +104,7 @@ __all__ = [
     "stde",
     "stochastic_divergence",
     "stochastic_laplacian",
+    "taylor",
     "taylor_coefficients",
     "transforms",
     "value_and_grad",

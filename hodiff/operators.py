@@ -368,13 +368,13 @@ class Divergence(Operator):
         _validate.check_vector_field(jet.value, x, self.name)
         return tf.linalg.trace(jet.jacobian)
 
-    def _estimate(self, v: Any, x: tf.Tensor, method: str, with_stderr: bool, **options: Any) -> Estimate:
+    def _estimate(self, u: Any, x: tf.Tensor, method: str, with_stderr: bool, **options: Any) -> Estimate:
         caller = self.name
         num_probes, unconnected = options["num_samples"], options["unconnected"]
         x, points, probes = _replicated_points(x, num_probes, options["seed"], unconnected, caller)
 
         def field(p):
-            values = v(p)
+            values = u(p)
             _validate.check_vector_field(values, p, caller)
             return tf.cast(values, p.dtype)
 
@@ -521,7 +521,9 @@ class Partials(Operator):
 
     def __init__(self, coords: Sequence[str], wanted: Sequence[str | Sequence[str]]):
         if isinstance(wanted, str):
-            raise TypeError(f"partials: wanted must be a tuple of names, e.g. ({wanted!r},), not the string {wanted!r}.")
+            raise TypeError(
+                f"partials: wanted must be a tuple of names, e.g. ({wanted!r},), not the string {wanted!r}."
+            )
         self.name = "partials"
         self.coords = tuple(coords)
         self.wanted = tuple(wanted)
@@ -671,7 +673,9 @@ def _stochastic_divergence(v: Field, x: tf.Tensor, num_probes: int = 16, seed: A
 
 
 stochastic_laplacian = _deprecation.alias(
-    _stochastic_laplacian, "hodiff.stochastic_laplacian(u, x)", "hodiff.operators.Laplacian().estimate(u, 'hutchinson')(x)"
+    _stochastic_laplacian,
+    "hodiff.stochastic_laplacian(u, x)",
+    "hodiff.operators.Laplacian().estimate(u, 'hutchinson')(x)",
 )
 stochastic_divergence = _deprecation.alias(
     _stochastic_divergence,

@@ -4,16 +4,15 @@ Use :func:`hodiff.laplacian` / :mod:`hodiff.operators` (``method="forward"``); t
 :mod:`hodiff.jets.propagation`. Every name here warns with a ``DeprecationWarning``.
 """
 
+from hodiff import jets
 from hodiff.jets import _deprecation, propagation, rules
-from hodiff.jets import forward_jet as _forward_jet
-from hodiff.jets import forward_laplacian as _forward_laplacian
 
 __getattr__ = _deprecation.module_getattr(
     "hodiff.taylor",
     {
         "Jet": (propagation.Jet, "hodiff.jets.Jet"),
-        "forward_jet": (_forward_jet.__wrapped__, "hodiff.laplacian(model, method='forward') or hodiff.divergence"),
-        "forward_laplacian": (_forward_laplacian.__wrapped__, "hodiff.laplacian(model, method='forward')"),
+        "forward_jet": (jets.forward_jet, "hodiff.laplacian(model, method='forward') or hodiff.divergence"),
+        "forward_laplacian": (jets.forward_laplacian, "hodiff.laplacian(model, method='forward')"),
         "forward_partials": (
             propagation.forward_partials,
             "hodiff.operators.Partials(coords, wanted)(model, method='forward')",

@@ -179,3 +179,104 @@ def test_points_may_be_a_variable(run):
     np.testing.assert_allclose(run(lambda: hodiff.laplacian(u)(x)), -u(x), rtol=1e-12)
     d = run(lambda: hodiff.partials(u, x, ("a", "b"), ("a", "bb")))
     np.testing.assert_allclose(d["a"], np.cos(x.numpy()[:, 0]), rtol=1e-12)
+
+
+def test_every_operator_is_one_object_with_one_calling_convention(run):
+    """operator(u, method)(x) for every operator and method; the methods agree on a Keras chain."""
+    model = make_mlp(3, width=8)
+    x = points(4, 3)
+    u = lambda p: model(p)[:, 0]
+    exact = {
+        "laplacian": hodiff.laplacian(u)(x),
+        "biharmonic": hodiff.Biharmonic()(u, method="nested")(x),
+        "u_01": hodiff.MixedPartial(0, 1)(u, method="nested")(x),
+    }
+    operators = {"laplacian": hodiff.Laplacian(), "biharmonic": hodiff.Biharmonic(), "u_01": hodiff.MixedPartial(0, 1)}
+    for name, operator in operators.items():
+        forward = run(lambda x, op=operator: op(model, method="forward")(x)[:, 0], x)
+        assert_close(forward, exact[name], default_tolerance(tf.float32, 4), what=f"{name} forward")
+        # every group drawn: the sparse estimate is exact
+        groups = operator.terms(3).indices.shape[0]
+        full = run(lambda x, op=operator, g=groups: op(u, method="stochastic", num_samples=g, seed=3)(x), x)
+        assert_close(full, exact[name], default_tolerance(tf.float32, 4), what=f"{name} stochastic")
+    with pytest.raises(ValueError, match="not an option for Divergence"):
+        hodiff.Divergence()(model, method="stochastic")
+    with pytest.raises(ValueError, match="jets='sideways' is not an option"):
+        hodiff.Laplacian()(u, method="stochastic", jets="sideways")
+
+
+def _old_and_new_routes(model, u, x):
+    """(old call, the same by the operator objects) for each deprecated name."""
+    from hodiff import stde
+    from hodiff.jets import stde as jet_stde
+
+    terms = jet_stde.laplacian_terms().exact_terms(3)
+    directions = hodiff.SparseDirections(terms.indices.reshape(-1, 1), terms.values.reshape(-1, 1))
+    scalar = make_mlp(3, width=8)
+    return {
+        "stochastic_laplacian": (
+            lambda: hodiff.stochastic_laplacian(u, x, num_probes=3, seed=1).value,
+            lambda: hodiff.Laplacian().estimate(u, "hutchinson", num_samples=3, seed=1)(x).value,
+        ),
+        "stochastic_divergence": (
+            lambda: hodiff.stochastic_divergence(model, x, num_probes=3, seed=1).value,
+            lambda: hodiff.Divergence().estimate(model, "hutchinson", num_samples=3, seed=1)(x).value,
+        ),
+        "forward_laplacian": (
+            lambda: hodiff.forward_laplacian(scalar)(x),
+            lambda: hodiff.laplacian(scalar, "forward")(x),
+        ),
+        "forward_jet": (
+            lambda: hodiff.forward_jet(scalar, x).laplacian,
+            lambda: hodiff.laplacian(scalar, "forward")(x),
+        ),
+        "stde.apply": (
+            lambda: stde.apply(scalar, x, stde.laplacian()),
+            lambda: hodiff.Laplacian()(scalar, "forward")(x),
+        ),
+        "stde.estimate": (
+            lambda: stde.estimate(u, x, stde.laplacian(), 2, seed=5, method="nested").value,
+            lambda: hodiff.Laplacian().estimate(u, num_samples=2, seed=5)(x).value,
+        ),
+        "contracted_derivative": (
+            lambda: hodiff.contracted_derivative(scalar, x, directions, terms.weights.reshape(1, -1), 2)[:, 0],
+            lambda: hodiff.laplacian(scalar, "forward")(x),
+        ),
+        "jets.forward_biharmonic": (
+            lambda: hodiff.jets.forward_biharmonic(model, x),
+            lambda: hodiff.Biharmonic()(model, "forward")(x),
+        ),
+        "taylor.forward_partials": (
+            lambda: hodiff.taylor.forward_partials(scalar, x, second=(1,))[2][1],
+            lambda: hodiff.Partials(("a", "b", "c"), ("bb",))(scalar, "forward")(x)["bb"],
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "stochastic_laplacian",
+        "stochastic_divergence",
+        "forward_laplacian",
+        "forward_jet",
+        "stde.apply",
+        "stde.estimate",
+        "contracted_derivative",
+        "jets.forward_biharmonic",
+        "taylor.forward_partials",
+    ],
+)
+def test_deprecated_names_warn_and_give_the_same_values(name):
+    model = make_mlp(3, 3, width=8)
+    u = lambda p: make_mlp_scalar(model)(p)
+    x = points(4, 3)
+    old, new = _old_and_new_routes(model, u, x)[name]
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        value = old()
+    assert_close(value, new(), default_tolerance(tf.float32, 4), what=name)
+
+
+def make_mlp_scalar(model):
+    """The first output of a 3-output model as a scalar field (N,)."""
+    return lambda p: model(p)[:, 0]

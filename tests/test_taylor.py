@@ -43,7 +43,7 @@ def test_linear_model_has_zero_laplacian():
     "model_dtype, x_dtype", [("float32", "float64"), ("float64", "float32"), ("mixed_float16", "float32")]
 )
 def test_every_operator_answers_in_the_dtype_of_the_points(model_dtype, x_dtype):
-    """One dtype rule: nested, forward, stochastic and hutchinson all return x's dtype, whatever the model computes in."""
+    """One dtype rule: every method returns x's dtype, whatever the model computes in."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential(
         [keras.Input((2,)), keras.layers.Dense(8, "tanh", dtype=model_dtype), keras.layers.Dense(1, dtype=model_dtype)]

@@ -35,7 +35,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff import _validate
 from hodiff.jets import directions as directions_
 from hodiff.jets import rules
 
@@ -339,7 +338,6 @@ def forward_partials(
     return cast(value), firsts, seconds
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Univariate series of any order.
 
@@ -376,8 +374,6 @@ def _compose(
     if top is not None:
         top = scaled[1] * top + tf.einsum("nrs,nsw->nrw", mixing, nonlinear[order])
     return tf.stack(out), top
-
-
 
 
 def series(

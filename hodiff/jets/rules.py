@@ -31,7 +31,7 @@ __all__ = ["Step", "activation_derivatives", "prepare", "supported_layers"]
 Step = tuple[str, Any]  # ("dense", layer), ("rescaling", layer) or ("activation", h -> [s, s', ..., s^(k)])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _polynomials(step: tuple[float, ...], order: int) -> tuple[np.ndarray, ...]:
     """Ascending coefficients in ``y`` of ``y, y', ..., y^(order)`` when ``dy/dh = step(y)``."""
     polys = [np.array([0.0, 1.0])]
@@ -166,7 +166,8 @@ def activation_derivatives(
     if activation is keras.activations.linear or activation is None:
         return None
     if activation in _CLOSED_FORMS:
-        return functools.partial(_CLOSED_FORMS[activation], order=order)
+        rule = _CLOSED_FORMS[activation]
+        return lambda h: rule(h, order)
     if activation in _ELEMENTWISE:
         return elementwise_derivatives(activation, order, unconnected="zero")
     raise ValueError(

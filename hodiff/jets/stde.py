@@ -133,7 +133,9 @@ def laplacian_terms() -> Decomposition:
       tf.debugging.assert_near(stde.exact(u, x, stde.laplacian_terms(), method="nested"), tf.fill([4], 6.0))
       ```
     """
-    return Decomposition("laplacian", 2, lambda d: _basis_terms(np.ones(d)), lambda d: _basis_terms(np.ones(d)), _hutchinson)
+    return Decomposition(
+        "laplacian", 2, lambda d: _basis_terms(np.ones(d)), lambda d: _basis_terms(np.ones(d)), _hutchinson
+    )
 
 
 def _biharmonic_groups(d: int) -> Terms:

@@ -218,5 +218,3 @@ def weighted_jets(
         return propagation.series(u, x, directions, order, caller, mixing)[-1] * math.factorial(order)
     each = directional_derivative(u, x, directions, order, method, caller)
     return tf.einsum("nrs,ns...->nr...", tf.cast(mixing, each.dtype), each)
-
-

@@ -84,7 +84,7 @@ class CausalWeights:
 class Stochastic:
     """A ``needs`` entry: a stochastic estimate of a differential operator on one field, resampled every step.
 
-    ``d[name]`` in the residual is then :meth:`operator.estimate <hodiff.operators.Operator.estimate>` of ``operator`` on ``field``
+    ``d[name]`` in the residual is then ``operator(u, method="stochastic")``, an estimate of ``operator`` on ``field``
     (``num_samples`` random jets per point, without the standard error), drawn afresh at every
     training step from a seed that is a function of the run's seed and the step number only (so
     a resumed run draws exactly as the uninterrupted one). Evaluated without a seed (e.g.
@@ -131,14 +131,14 @@ class Stochastic:
             raise ValueError(f"Stochastic: name must be a non-empty str (the key in d), got {self.name!r}.")
         if not isinstance(self.operator, operators.Operator) or "stochastic" not in self.operator.methods:
             raise TypeError(
-                f"Stochastic {self.name!r}: operator must be a hodiff.operators.Operator with a stochastic method (e.g. "
-                f"operators.Laplacian()), got "
-                f"{type(self.operator).__name__}."
+                f"Stochastic {self.name!r}: operator must be a hodiff.operators.Operator with a stochastic method "
+                f"(e.g. operators.Laplacian()), got {type(self.operator).__name__}."
             )
         _validate.check_count(self.num_samples, "num_samples", f"Stochastic {self.name!r}")
         if self.sampling not in operators.SAMPLINGS:
             raise ValueError(
-                f"Stochastic {self.name!r}: sampling={self.sampling!r} is not an option; use one of {operators.SAMPLINGS}."
+                f"Stochastic {self.name!r}: sampling={self.sampling!r} is not an option; "
+                f"use one of {operators.SAMPLINGS}."
             )
         if self.method not in ("nested", "forward"):
             raise ValueError(f"Stochastic {self.name!r}: method={self.method!r}; use 'nested' or 'forward'.")
