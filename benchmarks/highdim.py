@@ -7,7 +7,7 @@ to the weights and an SGD update, for a 4 x 128 tanh MLP in float32, every route
 - **STDE sparse**: :func:`hodiff.stde.estimate`, ``sampling="sparse"``: ``B`` random coordinates
   per point, their second-order jets in one forward pass (collapsed, ``with_stderr=False``);
 - **STDE Rademacher**: the same with ``S`` dense Rademacher directions;
-- **forward Laplacian**: :func:`hodiff.taylor.forward_laplacian`, exact (all ``D`` directions);
+- **forward Laplacian**: ``hodiff.laplacian(model, method="forward")``, exact (all ``D`` directions);
 - **SDGD (nested tapes)**: the same ``B`` random coordinates per point, each ``u_ii`` by a
   reverse pass over the gradient inside nested ``GradientTape``s (Hu et al. 2024);
 - **Hutchinson (HVP)**: ``S`` Rademacher probes, ``v^T H v`` by reverse-over-reverse
@@ -21,7 +21,7 @@ stochastic ones the variance of the per-point Laplacian estimate over independen
 variance x time (the variance at a matched time budget, up to a constant).
 
 Order 4: the biharmonic by jets (``stde.apply(model, x, stde.biharmonic())``: one collapsed
-Taylor pass, :func:`hodiff.jets.forward_biharmonic`) against four nested tapes (the Laplacian of
+Taylor pass, :func:`hodiff.jets.propagation.forward_biharmonic`) against four nested tapes (the Laplacian of
 the Laplacian by nested tapes), against ``stde.apply(..., method="nested")`` (four nested tapes
 along each of the ``d^2`` directions of the polarisation formula) and against those ``d^2``
 order-4 jets in one stacked Taylor pass (the previous forward route), operator alone, at
@@ -152,7 +152,7 @@ def laplacian_route(name: str, model: keras.Model, num_samples: int = SAMPLES) -
             ).value
         )
     if name == "forward_laplacian":
-        forward = hodiff.taylor.forward_laplacian(model)
+        forward = hodiff.laplacian(model, method="forward")
         return lambda x, seed: forward(x)
     if name in ("sdgd_nested", "sdgd_nested_sorted_draw"):
         sort_in_xla = name == "sdgd_nested_sorted_draw"
