@@ -348,7 +348,11 @@ class Problem:
         return Problem(**{**arguments, **changes})
 
     def solution(self, model: Callable[[tf.Tensor], tf.Tensor]) -> Callable[[tf.Tensor], tf.Tensor]:
-        """The solution as a function of points ``(N, d) -> (N, fields)`` (transform applied)."""
+        """The solution as a function of points ``(N, d) -> (N, fields)`` (transform applied).
+
+        Without an output transform it is ``model`` itself, so that operators evaluated with
+        ``method="forward"`` (:class:`Stochastic`, ``partials_method="forward"``) see the Keras chain.
+        """
 
         if self.output_transform is None:
             return model  # the model itself: method="forward" propagates jets through it
