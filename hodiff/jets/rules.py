@@ -140,6 +140,7 @@ _ELEMENTWISE = {getattr(keras.activations, n) for n in _ELEMENTWISE_NAMES if has
 }
 
 
+@tf.autograph.experimental.do_not_convert  # plain Python over the layers; nothing to convert
 def activation_derivatives(
     activation: Any, order: int, layer_name: str = "?", caller: str = "forward"
 ) -> Callable[[tf.Tensor], list[tf.Tensor]] | None:
@@ -178,6 +179,7 @@ def activation_derivatives(
     )
 
 
+@tf.autograph.experimental.do_not_convert  # plain Python over the layers; nothing to convert
 def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "forward", order: int = 2) -> list[Step]:
     """Flattens a Keras chain into propagation steps, or raises naming the layer it can't handle.
 
@@ -239,6 +241,7 @@ def supported_layers(model: keras.Model | keras.layers.Layer, caller: str = "for
     return steps
 
 
+@tf.autograph.experimental.do_not_convert  # plain Python over the layers; nothing to convert
 def _is_functional_chain(model: Any, caller: str) -> bool:
     if not isinstance(model, keras.Model) or not hasattr(model, "_operations") or not getattr(model, "inputs", None):
         return False
@@ -256,6 +259,7 @@ def _is_functional_chain(model: Any, caller: str) -> bool:
     return True
 
 
+@tf.autograph.experimental.do_not_convert  # plain Python over the layers; nothing to convert
 def prepare(model: Any, x: Any, caller: str, order: int = 2) -> tuple[list[Step], tf.Tensor, tf.DType]:
     """Checks a forward pass's inputs: the steps, ``x`` in the propagation dtype, and ``x``'s own dtype.
 
