@@ -140,10 +140,12 @@ def test_problem_partials_by_one_forward_pass_match_nested_tapes(run):
         fields=("u", "v"),
         residual_names=("u_eq", "v_eq"),
     )
-    solution = problem.solution(pinn.mlp(problem.domain, outputs=2, width=6, depth=2))
+    model = pinn.mlp(problem.domain, outputs=2, width=6, depth=2)
+    solution = problem.solution(model)
+    assert solution is model  # no output transform: the Keras chain itself, no hidden attribute
     x = points(7, 2)
-    assert problem._forward_ready(solution.keras_chain, {"u_xx": ("u", ("x", "x"))})  # the forward path is taken
-    assert not problem._forward_ready(solution.keras_chain, {"u_xt": ("u", ("x", "t"))})  # mixed: nested tapes
+    assert problem._forward_ready(solution, {"u_xx": ("u", ("x", "x"))})  # the forward path is taken
+    assert not problem._forward_ready(solution, {"u_xt": ("u", ("x", "t"))})  # mixed: nested tapes
     forward_problem = problem.replace(partials_method="forward")
     forward = run(lambda x: forward_problem.named_partials(solution, x, problem.needs), x)
     nested = problem.named_partials(solution, x, problem.needs)
