@@ -4,25 +4,26 @@ One training step = the loss ``mean((Delta u - f)^2)`` at ``N`` points, its grad
 to the weights and an SGD update, for a 4 x 128 tanh MLP in float32, every route compiled with
 ``tf.function(jit_compile=True)``. The Laplacian comes from, side by side in one run:
 
-- **STDE sparse**: :func:`hodiff.stde.estimate`, ``sampling="sparse"``: ``B`` random coordinates
+- **STDE sparse**: :func:`hodiff.jets.stde.estimate`, ``sampling="sparse"``: ``B`` random coordinates
   per point, their second-order jets in one forward pass (collapsed, ``with_stderr=False``);
 - **STDE Rademacher**: the same with ``S`` dense Rademacher directions;
-- **forward Laplacian**: :func:`hodiff.taylor.forward_laplacian`, exact (all ``D`` directions);
+- **forward Laplacian**: ``hodiff.laplacian(model, method="forward")``, exact (all ``D`` directions);
 - **SDGD (nested tapes)**: the same ``B`` random coordinates per point, each ``u_ii`` by a
   reverse pass over the gradient inside nested ``GradientTape``s (Hu et al. 2024);
 - **Hutchinson (HVP)**: ``S`` Rademacher probes, ``v^T H v`` by reverse-over-reverse
   Hessian-vector products (:func:`hodiff.hvp`).
 
-The stochastic routes draw exactly as :func:`hodiff.stde.estimate` does, so STDE sparse and SDGD
+The stochastic routes draw exactly as :func:`hodiff.jets.stde.estimate` does, so STDE sparse and SDGD
 (and STDE Rademacher and Hutchinson) compute the same estimator, sample for sample: equal
 variance, and only the time differs. For each route it reports the median time per step, the
 memory one step needs (resident-set growth of a fresh process over its first steps), and for the
 stochastic ones the variance of the per-point Laplacian estimate over independent draws, and
 variance x time (the variance at a matched time budget, up to a constant).
 
-Order 4: the biharmonic by jets (``stde.apply(model, x, stde.biharmonic())``: one collapsed
-Taylor pass, :func:`hodiff.jets.forward_biharmonic`) against four nested tapes (the Laplacian of
-the Laplacian by nested tapes), against ``stde.apply(..., method="nested")`` (four nested tapes
+Order 4: the biharmonic by jets (``stde.exact(model, x, stde.biharmonic_terms())``, which is
+``operators.Biharmonic()(model, "forward")``: one collapsed Taylor pass,
+:func:`hodiff.jets.propagation.forward_biharmonic`) against four nested tapes (the Laplacian of
+the Laplacian by nested tapes), against ``stde.exact(..., method="nested")`` (four nested tapes
 along each of the ``d^2`` directions of the polarisation formula) and against those ``d^2``
 order-4 jets in one stacked Taylor pass (the previous forward route), operator alone, at
 d = 2, 8, 32; values checked to agree. Above d = 8 the Laplacian
@@ -49,7 +50,8 @@ import tensorflow as tf
 
 import hodiff
 from benchmarks.timing import interleaved_median_seconds, machine, on_device, report, run_in_child, suite_arguments
-from hodiff import stde
+from hodiff.jets import stde
+from hodiff.jets.taylor import weighted_jets
 
 RESULTS = Path(__file__).parent / "results" / "highdim.json"
 DIMS = (100, 1000, 10000)
@@ -148,11 +150,11 @@ def laplacian_route(name: str, model: keras.Model, num_samples: int = SAMPLES) -
         sampling = name.removeprefix("stde_")
         return lambda x, seed: (
             stde.estimate(
-                model, x, stde.laplacian(), num_samples, seed=seed, sampling=sampling, with_stderr=False
+                model, x, stde.laplacian_terms(), num_samples, seed=seed, sampling=sampling, with_stderr=False
             ).value
         )
     if name == "forward_laplacian":
-        forward = hodiff.taylor.forward_laplacian(model)
+        forward = hodiff.laplacian(model, method="forward")
         return lambda x, seed: forward(x)
     if name in ("sdgd_nested", "sdgd_nested_sorted_draw"):
         sort_in_xla = name == "sdgd_nested_sorted_draw"
@@ -266,7 +268,7 @@ def estimator_statistics(
     square (for scale).
     """
     num_points = x.shape[0]
-    exact = stde.apply(model, x, stde.laplacian()).numpy()[:, 0]  # sparse basis jets: no (d, N, d) identity
+    exact = stde.exact(model, x, stde.laplacian_terms()).numpy()[:, 0]  # sparse basis jets: no (d, N, d) identity
     repeated = tf.repeat(x, chunk, axis=0)
     results = {}
     for name in routes:
@@ -337,18 +339,18 @@ def bench_dimension(d: int, repeats: int, calls: int, replicas: int, device: str
 
 def polarisation_jets(model: keras.Model, x: tf.Tensor) -> tf.Tensor:
     """The biharmonic as the ``d^2`` order-4 jets of the polarisation formula, one stacked pass
-    (what ``stde.apply`` ran before the collapsed pass)."""
-    terms = stde.biharmonic().exact_terms(x.shape[1])
+    (what ``stde.exact`` ran before the collapsed pass)."""
+    terms = stde.biharmonic_terms().exact_terms(x.shape[1])
     directions = hodiff.SparseDirections(terms.indices.reshape(-1, 2), terms.values.reshape(-1, 2))
-    return hodiff.contracted_derivative(model, x, directions, terms.weights.reshape(1, -1), 4)[:, 0]
+    return weighted_jets(model, x, directions, terms.weights.reshape(1, -1), 4)[:, 0]
 
 
 def biharmonic_routes(model: keras.Model) -> dict[str, Callable]:
     return {
-        "jets": lambda x: stde.apply(model, x, stde.biharmonic(), method="forward"),
+        "jets": lambda x: stde.exact(model, x, stde.biharmonic_terms(), method="forward"),
         "polarisation_jets": lambda x: polarisation_jets(model, x),
         "nested_laplacian_of_laplacian": hodiff.laplacian(hodiff.laplacian(model, method="nested"), method="nested"),
-        "nested_jets": lambda x: stde.apply(model, x, stde.biharmonic(), method="nested"),
+        "nested_jets": lambda x: stde.exact(model, x, stde.biharmonic_terms(), method="nested"),
     }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hodiff import checks, jets, stde
+from hodiff import checks, jets, operators, stde, taylor
 from hodiff._deprecation import warn_moved
 from hodiff.derivatives import (
     HVP_MODES,
@@ -34,10 +34,26 @@ from hodiff.derivatives import (
 from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
 from hodiff.functional import functional_call
 from hodiff.gauss_newton import ggn_vector_product
-from hodiff.jets import SparseDirections, contracted_derivative, directional_derivative, taylor_coefficients
+from hodiff.jets import (
+    Jet,
+    SparseDirections,
+    contracted_derivative,
+    directional_derivative,
+    forward_jet,
+    forward_laplacian,
+    taylor_coefficients,
+)
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import (
     OPERATOR_METHODS,
+    Biharmonic,
+    Contraction,
+    Divergence,
+    Laplacian,
+    MixedPartial,
+    Operator,
+    Partials,
+    PurePartials,
     divergence,
     laplacian,
     partials,
@@ -45,7 +61,6 @@ from hodiff.operators import (
     stochastic_laplacian,
 )
 from hodiff.per_example import per_example_gradient_norms, per_example_gradients
-from hodiff.taylor import Jet, forward_jet, forward_laplacian
 
 if TYPE_CHECKING:  # loaded on first use (PEP 562), see __getattr__
     from hodiff import meta, pinn, training
@@ -91,8 +106,16 @@ def __dir__() -> list[str]:
 __all__ = [
     "HVP_MODES",
     "OPERATOR_METHODS",
+    "Biharmonic",
+    "Contraction",
+    "Divergence",
     "Estimate",
     "Jet",
+    "Laplacian",
+    "MixedPartial",
+    "Operator",
+    "Partials",
+    "PurePartials",
     "SparseDirections",
     "TrainStep",
     "batch_hessian",
@@ -122,6 +145,7 @@ __all__ = [
     "minimize_lbfgs",
     "newton_cg",
     "nth_derivative",
+    "operators",
     "partials",
     "per_example_gradient_norms",
     "per_example_gradients",
@@ -129,6 +153,7 @@ __all__ = [
     "stde",
     "stochastic_divergence",
     "stochastic_laplacian",
+    "taylor",
     "taylor_coefficients",
     "training",
     "value_and_grad",

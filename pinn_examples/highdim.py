@@ -63,7 +63,7 @@ from pinn_examples._runner import (
 PDES = ("poisson", "allen_cahn", "sine_gordon")
 COEFFICIENT_SEED = 20240611  # the c_i of the exact solution
 SLICE_POINTS = 61  # the (x1, x2) slice in field.png is SLICE_POINTS x SLICE_POINTS
-POINT_STREAM = 7_000_001  # the training points' random stream (hodiff.stde draws streams 0, 1, 2)
+POINT_STREAM = 7_000_001  # the training points' random stream (hodiff.jets.stde draws streams 0, 1, 2)
 
 
 @dataclasses.dataclass
@@ -180,12 +180,7 @@ def _ball_laplacian_class():
         @tf.autograph.experimental.do_not_convert
         def evaluate(self, solution, x, column, seed):
             network = self.network
-
-            def chain(points):
-                return network(points)
-
-            chain.keras_chain = network  # type: ignore[attr-defined]  # Stochastic's forward route
-            laplacian = super().evaluate(chain, x, 0, seed)
+            laplacian = super().evaluate(network, x, 0, seed)  # the Keras chain itself: the forward route
             value, radial = hodiff.taylor_coefficients(network, x, x[:, None, :], order=1)
             g = 1.0 - tf.reduce_sum(x**2, axis=1)
             return g * laplacian - 4.0 * radial[:, 0, 0] - 2.0 * x.shape[1] * value[:, 0, 0]
@@ -198,7 +193,7 @@ def fresh_ball_points(count: int, dim: int, seed: Any, dtype: Any = "float32") -
 
     The training points (:class:`BallProblem`), drawn inside the compiled step: a Gaussian
     direction times ``U^(1/dim)``, ``O(count * dim)``. ``seed`` is an int or int tensor (the
-    step's seed); the stream differs from :mod:`hodiff.stde`'s. XLA draws other numbers than
+    step's seed); the stream differs from :mod:`hodiff.jets.stde`'s. XLA draws other numbers than
     eager or graph mode for the same seed (TF issue #121243), as uniform.
     """
     import tensorflow as tf
@@ -238,7 +233,7 @@ def build(settings: HighDimSettings):
     import keras
     import tensorflow as tf
 
-    from hodiff import pinn, stde
+    from hodiff import operators, pinn
 
     check_settings(settings)
     dim, dtype = settings.dim, settings.dtype
@@ -264,7 +259,7 @@ def build(settings: HighDimSettings):
 
     model = keras.Sequential([keras.Input((dim,), dtype=dtype), OnTheBall(network, dtype=dtype)], name="highdim")
     laplacian = _ball_laplacian_class()(
-        "lap_u", stde.laplacian(), "u", settings.num_samples, "sparse", "forward", network=network
+        "lap_u", operators.Laplacian(), "u", settings.num_samples, "sparse", "forward", network=network
     )
     pde = settings.pde
 

@@ -224,3 +224,21 @@ def test_collapsed_second_order_edge_cases():
     np.testing.assert_allclose(contracted_derivative(model, x, v, w, 2)[..., 0], nested, rtol=1e-10)
     affine = keras.Sequential([keras.Input((3,), dtype="float64"), keras.layers.Dense(2, dtype="float64")])
     np.testing.assert_array_equal(contracted_derivative(affine, x, v, w, 2), np.zeros((3, 2, 2)))
+
+
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid", "sin", "cos", "exp", "softplus"])
+def test_one_rule_table_serves_every_order(activation):
+    """The collapsed order-2 pass and the order-k series read the same table: at every order the
+    rule gives the derivatives nested tapes give, and a low order is the head of a high one."""
+    from hodiff.jets import rules
+
+    function = {"sin": tf.sin, "cos": tf.cos, "exp": tf.exp}.get(activation) or keras.activations.get(activation)
+    h = tf.constant(np.linspace(-2.0, 2.0, 9), tf.float64)
+    by_tapes = hodiff.elementwise_derivatives(function, 5)(h)
+    high = rules.activation_derivatives(function, 5)(h)
+    low = rules.activation_derivatives(function, 2)(h)
+    assert len(high) == 6 and len(low) == 3
+    for m in range(6):
+        np.testing.assert_allclose(high[m], by_tapes[m], rtol=1e-10, atol=1e-12, err_msg=f"order {m}")
+    for m in range(3):
+        np.testing.assert_allclose(low[m], high[m], rtol=1e-14, atol=1e-15, err_msg=f"order {m}")

@@ -49,10 +49,40 @@ def test_partials_share_tapes_no_derivative_computed_twice():
 
 
 def test_partials_keep_column_shape_and_multi_letter_coords():
+    # u = x1^2 x2^3 as a column: u_x1 = 2 x1 x2^3, u_x1x2 = 6 x1 x2^2, u_x2 = 3 x1^2 x2^2 (a swapped
+    # x1/x2 column gives u_x2 for u_x1, and 6 x1^2 x2 ... for nothing: the values tell them apart)
+    u = lambda x: (x[:, 0] ** 2 * x[:, 1] ** 3)[:, None]
+    x = tf.constant([[0.5, 2.0], [1.5, -1.0], [2.0, 0.5]], tf.float64)
+    d = hodiff.partials(u, x, coords=("x1", "x2"), wanted=(("x1",), ("x2",), ("x1", "x2"), ("x2", "x2")))
+    x1, x2 = x[:, 0:1].numpy(), x[:, 1:2].numpy()
+    expected = {
+        ("x1",): 2 * x1 * x2**3,
+        ("x2",): 3 * x1**2 * x2**2,
+        ("x1", "x2"): 6 * x1 * x2**2,
+        ("x2", "x2"): 6 * x1**2 * x2,
+    }
+    for name, value in expected.items():
+        assert d[name].shape == (3, 1)
+        np.testing.assert_allclose(d[name].numpy(), value, rtol=1e-12, err_msg=str(name))
+
+
+def test_partials_of_a_model_by_forward_jets_equal_nested_and_name_the_right_column(run):
     model = make_mlp(2)
     x = points(5, 2)
-    d = hodiff.partials(model, x, coords=("x1", "x2"), wanted=(("x1",), ("x1", "x2")))
-    assert d[("x1",)].shape == (5, 1) and d[("x1", "x2")].shape == (5, 1)
+    coords = ("x1", "x2")
+    named = ((), ("x1",), ("x2",), ("x1", "x1"), ("x2", "x2"))  # () is the value
+    forward = run(lambda x: hodiff.Partials(coords, named)(model, method="forward")(x), x)
+    nested = run(lambda x: hodiff.Partials(coords, named)(model, method="nested")(x), x)
+    for name in named:
+        assert_close(forward[name], nested[name], default_tolerance(tf.float32, 2), what=str(name))
+    with tf.GradientTape() as tape:  # the columns named x1 and x2 are the gradient's columns 0 and 1
+        tape.watch(x)
+        value = model(x)
+    gradient = tape.gradient(value, x)
+    assert_close(forward[("x1",)][:, 0], gradient[:, 0], default_tolerance(tf.float32, 1), what="x1")
+    assert_close(forward[("x2",)][:, 0], gradient[:, 1], default_tolerance(tf.float32, 1), what="x2")
+    with pytest.raises(ValueError, match="mixed or higher partials"):
+        hodiff.Partials(coords, (("x1", "x2"),))(model, method="forward")(x)
 
 
 @pytest.mark.parametrize("method", ["nested", "forward"])
@@ -149,3 +179,104 @@ def test_points_may_be_a_variable(run):
     np.testing.assert_allclose(run(lambda: hodiff.laplacian(u)(x)), -u(x), rtol=1e-12)
     d = run(lambda: hodiff.partials(u, x, ("a", "b"), ("a", "bb")))
     np.testing.assert_allclose(d["a"], np.cos(x.numpy()[:, 0]), rtol=1e-12)
+
+
+def test_every_operator_is_one_object_with_one_calling_convention(run):
+    """operator(u, method)(x) for every operator and method; the methods agree on a Keras chain."""
+    model = make_mlp(3, width=8)
+    x = points(4, 3)
+    u = lambda p: model(p)[:, 0]
+    exact = {
+        "laplacian": hodiff.laplacian(u)(x),
+        "biharmonic": hodiff.Biharmonic()(u, method="nested")(x),
+        "u_01": hodiff.MixedPartial(0, 1)(u, method="nested")(x),
+    }
+    operators = {"laplacian": hodiff.Laplacian(), "biharmonic": hodiff.Biharmonic(), "u_01": hodiff.MixedPartial(0, 1)}
+    for name, operator in operators.items():
+        forward = run(lambda x, op=operator: op(model, method="forward")(x)[:, 0], x)
+        assert_close(forward, exact[name], default_tolerance(tf.float32, 4), what=f"{name} forward")
+        # every group drawn: the sparse estimate is exact
+        groups = operator.terms(3).indices.shape[0]
+        full = run(lambda x, op=operator, g=groups: op(u, method="stochastic", num_samples=g, seed=3)(x), x)
+        assert_close(full, exact[name], default_tolerance(tf.float32, 4), what=f"{name} stochastic")
+    with pytest.raises(ValueError, match="not an option for Divergence"):
+        hodiff.Divergence()(model, method="stochastic")
+    with pytest.raises(ValueError, match="jets='sideways' is not an option"):
+        hodiff.Laplacian()(u, method="stochastic", jets="sideways")
+
+
+def _old_and_new_routes(model, u, x):
+    """(old call, the same by the operator objects) for each deprecated name."""
+    from hodiff import stde
+    from hodiff.jets import stde as jet_stde
+
+    terms = jet_stde.laplacian_terms().exact_terms(3)
+    directions = hodiff.SparseDirections(terms.indices.reshape(-1, 1), terms.values.reshape(-1, 1))
+    scalar = make_mlp(3, width=8)
+    return {
+        "stochastic_laplacian": (
+            lambda: hodiff.stochastic_laplacian(u, x, num_probes=3, seed=1).value,
+            lambda: hodiff.Laplacian().estimate(u, "hutchinson", num_samples=3, seed=1)(x).value,
+        ),
+        "stochastic_divergence": (
+            lambda: hodiff.stochastic_divergence(model, x, num_probes=3, seed=1).value,
+            lambda: hodiff.Divergence().estimate(model, "hutchinson", num_samples=3, seed=1)(x).value,
+        ),
+        "forward_laplacian": (
+            lambda: hodiff.forward_laplacian(scalar)(x),
+            lambda: hodiff.laplacian(scalar, "forward")(x),
+        ),
+        "forward_jet": (
+            lambda: hodiff.forward_jet(scalar, x).laplacian,
+            lambda: hodiff.laplacian(scalar, "forward")(x),
+        ),
+        "stde.apply": (
+            lambda: stde.apply(scalar, x, stde.laplacian()),
+            lambda: hodiff.Laplacian()(scalar, "forward")(x),
+        ),
+        "stde.estimate": (
+            lambda: stde.estimate(u, x, stde.laplacian(), 2, seed=5, method="nested").value,
+            lambda: hodiff.Laplacian().estimate(u, num_samples=2, seed=5)(x).value,
+        ),
+        "contracted_derivative": (
+            lambda: hodiff.contracted_derivative(scalar, x, directions, terms.weights.reshape(1, -1), 2)[:, 0],
+            lambda: hodiff.laplacian(scalar, "forward")(x),
+        ),
+        "jets.forward_biharmonic": (
+            lambda: hodiff.jets.forward_biharmonic(model, x),
+            lambda: hodiff.Biharmonic()(model, "forward")(x),
+        ),
+        "taylor.forward_partials": (
+            lambda: hodiff.taylor.forward_partials(scalar, x, second=(1,))[2][1],
+            lambda: hodiff.Partials(("a", "b", "c"), ("bb",))(scalar, "forward")(x)["bb"],
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "stochastic_laplacian",
+        "stochastic_divergence",
+        "forward_laplacian",
+        "forward_jet",
+        "stde.apply",
+        "stde.estimate",
+        "contracted_derivative",
+        "jets.forward_biharmonic",
+        "taylor.forward_partials",
+    ],
+)
+def test_deprecated_names_warn_and_give_the_same_values(name):
+    model = make_mlp(3, 3, width=8)
+    u = lambda p: make_mlp_scalar(model)(p)
+    x = points(4, 3)
+    old, new = _old_and_new_routes(model, u, x)[name]
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        value = old()
+    assert_close(value, new(), default_tolerance(tf.float32, 4), what=name)
+
+
+def make_mlp_scalar(model):
+    """The first output of a 3-output model as a scalar field (N,)."""
+    return lambda p: model(p)[:, 0]

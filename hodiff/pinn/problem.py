@@ -25,9 +25,11 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import keras
 import tensorflow as tf
 
-from hodiff import _validate, stde, taylor
+from hodiff import _validate, operators
+from hodiff.jets import propagation, rules
 from hodiff.pinn import names
 from hodiff.pinn.conditions import Condition, named_columns
 from hodiff.pinn.geometry import Box
@@ -82,11 +84,11 @@ class CausalWeights:
 class Stochastic:
     """A ``needs`` entry: a stochastic estimate of a differential operator on one field, resampled every step.
 
-    ``d[name]`` in the residual is then :func:`hodiff.stde.estimate` of ``operator`` on ``field``
+    ``d[name]`` in the residual is then ``operator(u, method="stochastic")``, an estimate of ``operator`` on ``field``
     (``num_samples`` random jets per point, without the standard error), drawn afresh at every
     training step from a seed that is a function of the run's seed and the step number only (so
     a resumed run draws exactly as the uninterrupted one). Evaluated without a seed (e.g.
-    ``Trainer.residual``), the entry is the exact operator, :func:`hodiff.stde.apply`.
+    ``Trainer.residual``), the entry is the exact operator, ``operator(u, method)(x)``.
 
     A noisy residual ``r = r_true + e`` (``E[e] = 0``) squared is biased: ``E[r^2] = r_true^2 +
     Var(e)``, so minimising the plain mean squared residual also minimises the estimator's
@@ -102,11 +104,11 @@ class Stochastic:
     Args:
       name: the key of the estimate in the residual's ``d``, a str not naming a partial
         (e.g. ``"lap_u"``).
-      operator: a :class:`hodiff.stde.Operator` (``stde.laplacian()``, ``stde.biharmonic()``, ...).
+      operator: a :class:`hodiff.operators.Operator` (``operators.Laplacian()``, ``operators.Biharmonic()``, ...).
       field: the output field it applies to.
       num_samples: per point, sampled groups (``"sparse"``: at most the number of groups, ``d``
         for the Laplacian) or random directions (dense samplings).
-      sampling: ``"sparse"``, ``"rademacher"`` or ``"gaussian"`` (see :func:`hodiff.stde.estimate`).
+      sampling: ``"sparse"``, ``"rademacher"`` or ``"gaussian"`` (see :meth:`hodiff.operators.Operator.estimate`).
       method: ``"nested"`` (nested tapes along each direction; any network, output transform
         included) or ``"forward"`` (Taylor mode, much faster; the problem must have no
         ``output_transform`` and the model must be a Keras chain of Dense / elementwise layers).
@@ -118,7 +120,7 @@ class Stochastic:
     """
 
     name: str
-    operator: stde.Operator
+    operator: operators.Operator
     field: str = "u"
     num_samples: int = 16
     sampling: str = "sparse"
@@ -127,15 +129,16 @@ class Stochastic:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"Stochastic: name must be a non-empty str (the key in d), got {self.name!r}.")
-        if not isinstance(self.operator, stde.Operator):
+        if not isinstance(self.operator, operators.Operator) or "stochastic" not in self.operator.methods:
             raise TypeError(
-                f"Stochastic {self.name!r}: operator must be a hodiff.stde.Operator (e.g. stde.laplacian()), got "
-                f"{type(self.operator).__name__}."
+                f"Stochastic {self.name!r}: operator must be a hodiff.operators.Operator with a stochastic method "
+                f"(e.g. operators.Laplacian()), got {type(self.operator).__name__}."
             )
         _validate.check_count(self.num_samples, "num_samples", f"Stochastic {self.name!r}")
-        if self.sampling not in stde.SAMPLINGS:
+        if self.sampling not in operators.SAMPLINGS:
             raise ValueError(
-                f"Stochastic {self.name!r}: sampling={self.sampling!r} is not an option; use one of {stde.SAMPLINGS}."
+                f"Stochastic {self.name!r}: sampling={self.sampling!r} is not an option; "
+                f"use one of {operators.SAMPLINGS}."
             )
         if self.method not in ("nested", "forward"):
             raise ValueError(f"Stochastic {self.name!r}: method={self.method!r}; use 'nested' or 'forward'.")
@@ -144,8 +147,8 @@ class Stochastic:
     def evaluate(self, solution: Callable, x: tf.Tensor, column: int, seed: Any) -> tf.Tensor:
         """The estimate ``(N,)`` at ``x`` for draw ``seed`` (an int tensor), or the exact value for ``seed=None``."""
         if self.method == "forward":
-            u = getattr(solution, "keras_chain", None)
-            if u is None:
+            u = solution  # Problem.solution is the Keras model itself when there is no output transform
+            if not isinstance(u, keras.layers.Layer):
                 raise ValueError(
                     f"Stochastic {self.name!r}: method='forward' propagates jets through the Keras model itself, "
                     f"so the problem must have no output_transform (and the solution must come from "
@@ -154,11 +157,10 @@ class Stochastic:
         else:
             u = lambda points: solution(points)[:, column]
         if seed is None:
-            value = stde.apply(u, x, self.operator, method=self.method)
+            value = self.operator(u, method=self.method)(x)
         else:
-            value = stde.estimate(
-                u, x, self.operator, self.num_samples, seed, self.sampling, self.method, with_stderr=False
-            ).value
+            options = dict(num_samples=self.num_samples, seed=seed, sampling=self.sampling, jets=self.method)
+            value = self.operator(u, method="stochastic", **options)(x)
         return value[:, column] if value.shape.rank == 2 else value
 
 
@@ -193,7 +195,7 @@ class Problem:
         independent draws (``True``, default: an unbiased loss and gradient) or ``mean(r^2)`` over
         one (``False``: biased upwards by the estimator's variance). No effect without them.
       partials_method: how :meth:`named_partials` differentiates: ``"nested"`` (default) uses
-        nested tapes; ``"forward"`` one Taylor-mode pass (:func:`hodiff.taylor.forward_partials`)
+        nested tapes; ``"forward"`` one Taylor-mode pass (:func:`hodiff.jets.propagation.forward_partials`)
         when the solution is a supported Keras chain (no output transform) and every need is a
         value, a first or a pure second partial, and nested tapes otherwise. On DeepXDE's Burgers
         network (3 x 20 tanh, 2540 points, XLA) a training step measured 1.13x faster with it
@@ -346,16 +348,18 @@ class Problem:
         return Problem(**{**arguments, **changes})
 
     def solution(self, model: Callable[[tf.Tensor], tf.Tensor]) -> Callable[[tf.Tensor], tf.Tensor]:
-        """The solution as a function of points ``(N, d) -> (N, fields)`` (transform applied)."""
+        """The solution as a function of points ``(N, d) -> (N, fields)`` (transform applied).
 
-        def solution(x):
-            outputs = model(x)
-            if self.output_transform is not None:
-                outputs = self.output_transform(named_columns(x, self.domain.coords), outputs)
-            return outputs
+        Without an output transform it is ``model`` itself, so that operators evaluated with
+        ``method="forward"`` (:class:`Stochastic`, ``partials_method="forward"``) see the Keras chain.
+        """
 
         if self.output_transform is None:
-            solution.keras_chain = model  # type: ignore[attr-defined]  # for Stochastic(method="forward")
+            return model  # the model itself: method="forward" propagates jets through it
+
+        def solution(x):
+            return self.output_transform(named_columns(x, self.domain.coords), model(x))
+
         return solution
 
     def sample_points(self, interior: int, method: str = "sobol", seed: int = 0) -> dict[str, Any]:
@@ -387,7 +391,7 @@ class Problem:
           ``{entry: (N,)}`` keyed by the entries as written (lists become tuples).
         """
         parsed = names.parse_needs(needs, self.fields, self.domain.coords)
-        model = getattr(solution, "keras_chain", None)
+        model = solution if isinstance(solution, keras.layers.Layer) else None
         if self.partials_method == "forward" and model is not None and parsed and self._forward_ready(model, parsed):
             return self._forward_partials(model, x, parsed)
         columns = {field: i for i, field in enumerate(self.fields)}
@@ -399,7 +403,7 @@ class Problem:
         if any(len(partial) > 2 or len(set(partial)) > 1 for _, partial in parsed.values()):
             return False
         try:
-            taylor.supported_layers(model, "Problem", rescaling=True)
+            rules.supported_layers(model, "Problem")
         except ValueError:
             return False
         return True
@@ -408,7 +412,7 @@ class Problem:
         index = {name: i for i, name in enumerate(self.domain.coords)}
         first = sorted({index[p[0]] for _, p in parsed.values() if len(p) == 1})
         second = sorted({index[p[0]] for _, p in parsed.values() if len(p) == 2})
-        value, firsts, seconds = taylor.forward_partials(model, x, first, second, caller="Problem")
+        value, firsts, seconds = propagation.forward_partials(model, x, first, second, caller="Problem")
         result = {}
         for key, (field, partial) in parsed.items():
             if not partial:
@@ -424,7 +428,7 @@ class Problem:
         """The residuals at interior points ``x``, each ``(N,)``, in the order of ``residual_names``.
 
         ``seed`` (an int or int tensor) draws the :class:`Stochastic` needs (entry ``i`` from
-        ``seed * 64 + i``); ``None`` evaluates them exactly (:func:`hodiff.stde.apply`).
+        ``seed * 64 + i``); ``None`` evaluates them exactly.
         """
         return self._residuals(solution, x, parameters, self.named_partials(solution, x, tuple(self.needs)), seed)
 
