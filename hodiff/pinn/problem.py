@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -469,9 +470,12 @@ class Problem:
         return residuals
 
     def condition_residual(self, condition: Condition, solution: Callable, arrays: dict[str, tf.Tensor]) -> tf.Tensor:
-        """The residual ``(N,)`` of one condition at its sampled ``arrays``."""
+        """The residual ``(N,)`` of one condition at its sampled ``arrays``, its partials by :meth:`named_partials`
+        (the one path of the residuals and the conditions, so ``partials_method`` applies to both)."""
         if condition.needs:
-            residual = condition.residual(solution, 0, arrays, self.domain.coords, fields=self.fields)
+            one_path = "partials" in inspect.signature(condition.residual).parameters  # not in a subclass's older one
+            partials = {"partials": self.named_partials} if one_path else {}
+            residual = condition.residual(solution, 0, arrays, self.domain.coords, fields=self.fields, **partials)
         else:  # a subclass written for the older interface
             index = self.fields.index(condition.field) if condition.field in self.fields else 0
             residual = condition.residual(solution, index, arrays, self.domain.coords)
