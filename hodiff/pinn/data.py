@@ -51,7 +51,7 @@ from hodiff import _validate
 from hodiff.pinn.problem import Problem
 from hodiff.step import xla_reaches
 
-__all__ = ["TrainingData", "draw_seed"]
+__all__ = ["TrainingData", "draw_seed", "sample_points"]
 
 _SEED_STRIDE = 1_000_003  # seed * _SEED_STRIDE + step: one draw per (seed, step)
 # Added to the draw's seed per replica id, so replicas draw independent directions (replica 0 draws what
@@ -89,6 +89,19 @@ def draw_seed(seed: int, step: Any, replica: int = 0) -> Any:
         return int(seed) * _SEED_STRIDE + int(step) + replica * REPLICA_SEED_STRIDE
     value = tf.constant(seed, tf.int64) * _SEED_STRIDE + tf.cast(step, tf.int64)
     return value + replica * REPLICA_SEED_STRIDE if replica else value
+
+
+def sample_points(problem: Problem, interior: int, sampling: str = "sobol", seed: int = 0) -> dict[str, Any]:
+    """The training points of ``problem``: ``{"interior": (interior, d), condition name: {"points": ..., ...}}``.
+
+    The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i`` (numpy arrays;
+    conditions with given points return them). :meth:`Problem.sample_points
+    <hodiff.pinn.Problem.sample_points>` is this function.
+    """
+    points: dict[str, Any] = {"interior": problem.domain.sample_interior(interior, sampling, seed)}
+    for i, condition in enumerate(problem.conditions):
+        points[condition.name] = condition.sample(problem.domain, sampling, seed + 1 + i)
+    return points
 
 
 class TrainingData:
@@ -218,7 +231,7 @@ class TrainingData:
     def sample(self, seed: int | None = None) -> dict[str, Any]:
         """The point sets drawn with ``seed`` (default: the data's), as :meth:`Problem.sample_points
         <hodiff.pinn.Problem.sample_points>` draws them (numpy arrays)."""
-        return self.problem.sample_points(self.interior_count, self.sampling, self.seed if seed is None else seed)
+        return sample_points(self.problem, self.interior_count, self.sampling, self.seed if seed is None else seed)
 
     def _check_built(self, caller: str) -> None:
         if not self.built:

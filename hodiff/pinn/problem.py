@@ -362,12 +362,12 @@ class Problem:
     def sample_points(self, interior: int, method: str = "sobol", seed: int = 0) -> dict[str, Any]:
         """The training points: ``{"interior": (interior, d), condition name: {"points": ..., ...}}``.
 
-        The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i``.
+        The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i``
+        (:func:`hodiff.pinn.data.sample_points`, where the training data draws its points).
         """
-        points: dict[str, Any] = {"interior": self.domain.sample_interior(interior, method, seed)}
-        for i, condition in enumerate(self.conditions):
-            points[condition.name] = condition.sample(self.domain, method, seed + 1 + i)
-        return points
+        from hodiff.pinn.data import sample_points  # data builds on the problem
+
+        return sample_points(self, interior, method, seed)
 
     def named_partials(self, solution: Callable, x: tf.Tensor, needs: Sequence[Any]) -> dict:
         """The values and partials named in ``needs`` at points ``x`` ``(N, d)``, each ``(N,)``.
