@@ -79,6 +79,7 @@ def draw_seed(seed: int, step: Any, replica: int = 0) -> Any:
 
     Example:
       ```python
+      import tensorflow as tf
       from hodiff.pinn.data import draw_seed
 
       assert draw_seed(2, 5) == 2 * 1_000_003 + 5
@@ -189,13 +190,13 @@ class TrainingData:
         self.model, self.solution = model, problem.solution(model)
         self.strategy = strategy
         self.replicas = strategy.num_replicas_in_sync if strategy is not None else 1
-        scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
+        scope = lambda: strategy.scope() if strategy is not None else contextlib.nullcontext()  # noqa: E731
         if add_weight is None:
             add_weight = lambda value, name, trainable: tf.Variable(  # noqa: E731
                 tf.constant(value, self.dtype), name=name, trainable=trainable
             )
         sampled = self.sample()
-        with scope:  # mirrored under a strategy: every replica reads its own copy
+        with scope():  # mirrored under a strategy: every replica reads its own copy
             self.parameters = {name: add_weight(value, name, True) for name, value in problem.parameters.items()}
             self.interior = add_weight(sampled["interior"], "interior", False)
             self.condition_arrays = [
@@ -209,7 +210,7 @@ class TrainingData:
         # one eager evaluation on a few points: shape errors surface here, not inside XLA
         few = tf.nest.map_structure(lambda v: tf.convert_to_tensor(v)[:4], self.points)
         problem.loss_terms(self.solution, few, self.parameters)
-        with scope:
+        with scope():
             self.weights = {
                 name: add_weight(problem.weights.get(name, 1.0), f"weight_{name}", False) for name in problem.term_names
             }

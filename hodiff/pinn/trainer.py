@@ -165,9 +165,9 @@ class Trainer:
         data.build(model, strategy)
         self.replicas, self.dtype, self.solution = data.replicas, data.dtype, data.solution
         self.variables = list(model.trainable_variables) + list(data.parameters.values())
-        first = optimizer if optimizer is not None else keras.optimizers.Adam(learning_rate)
-        wrap = self.mixed and not isinstance(first, keras.optimizers.LossScaleOptimizer)
         with strategy.scope() if strategy is not None else contextlib.nullcontext():  # mirrored under a strategy
+            first = optimizer if optimizer is not None else keras.optimizers.Adam(learning_rate)
+            wrap = self.mixed and not isinstance(first, keras.optimizers.LossScaleOptimizer)
             self.adam_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="adam_steps")
             self.optimizer = keras.optimizers.LossScaleOptimizer(first) if wrap else first
         # The step's batch under a strategy is the draw number of every step and replica,
