@@ -3,6 +3,18 @@
 Also maps the trainer's former keywords (``interior=``, ``steps_per_call=``, ``output_dir=``,
 ``adaptive_weights=``, ...) onto the data, the schedule, the output and the callbacks, with a
 ``DeprecationWarning``.
+
+Example:
+  ```python
+  import pytest
+  from hodiff.pinn import Output, Schedule
+
+  schedule = Schedule(steps_per_call=10, log_every=20)
+  assert schedule.checkpoint_every == 1000 and schedule.progress
+  with pytest.raises(ValueError, match="log_every=15 must be a positive multiple of steps_per_call=10"):
+      Schedule(steps_per_call=10, log_every=15)
+  assert Output("runs/heat", resume=True).settings is None
+  ```
 """
 
 from __future__ import annotations
