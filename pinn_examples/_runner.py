@@ -127,7 +127,8 @@ def reference_fields(example: Example, values: Any, fields: tuple[str, ...], sha
 
 
 def field_errors(prediction: dict, reference: dict, error_fields: tuple[str, ...] | None = None) -> dict:
-    """Relative L2 errors over the finite reference entries (NaN marks points outside the domain).
+    """Relative L2 errors over the finite reference entries (NaN marks points outside the domain):
+    :func:`hodiff.pinn.metrics.relative_l2_errors`.
 
     Args:
       prediction: ``{field: array}``, every field of ``reference`` included.
@@ -149,18 +150,9 @@ def field_errors(prediction: dict, reference: dict, error_fields: tuple[str, ...
       assert np.isclose(errors["relative_l2_error"], 0.1 / np.sqrt(5.0))
       ```
     """
-    squares = {}
-    for name, wanted in reference.items():
-        inside = np.isfinite(wanted)
-        difference = np.asarray(prediction[name], dtype=np.float64)[inside] - wanted[inside]
-        squares[name] = (float(np.sum(difference**2)), float(np.sum(wanted[inside] ** 2)))
-    errors = {"relative_l2_error": 0.0}
-    chosen = tuple(error_fields or reference)
-    numerator, denominator = sum(squares[f][0] for f in chosen), sum(squares[f][1] for f in chosen)
-    errors["relative_l2_error"] = float(np.sqrt(numerator / denominator)) if denominator else float("nan")
-    for name, (difference, size) in squares.items():
-        errors[f"relative_l2_error_{name}"] = float(np.sqrt(difference / size)) if size else float("nan")
-    return errors
+    from hodiff.pinn.metrics import relative_l2_errors
+
+    return relative_l2_errors(prediction, reference, error_fields or None)
 
 
 def grid_points(axes: dict[str, np.ndarray], coords: tuple[str, ...]) -> np.ndarray:
@@ -397,32 +389,23 @@ def make_trainer(
     progress: bool = True,
     strategy: Any = None,
 ):
-    """A :class:`hodiff.pinn.Trainer` for ``settings``, which it stores with its checkpoints; ``strategy``
-    (from :func:`make_strategy`) must have built the model."""
+    """A :class:`hodiff.pinn.Trainer` for ``settings``, which it stores with its checkpoints; ``problem`` is a
+    problem or its :class:`hodiff.pinn.TrainingData` (the sizes, sampling and seed of ``settings``);
+    ``strategy`` (from :func:`make_strategy`) must have built the model."""
     from hodiff import pinn
 
-    annealing = pinn.AdaptiveWeights(every=10 * settings.steps_per_call) if settings.adaptive_weights else None
-    return pinn.Trainer(
-        problem,
-        model,
-        interior=settings.interior,
-        sampling=settings.sampling,
-        seed=settings.seed,
-        learning_rate=settings.learning_rate,
-        steps_per_call=settings.steps_per_call,
-        log_every=settings.log_every,
-        checkpoint_every=settings.checkpoint_every,
-        adaptive_weights=annealing,
-        resampling=pinn.Resampling(every=settings.resample_every) if settings.resample_every else None,
-        causal=pinn.CausalWeights(epsilon=settings.causal_epsilon) if settings.causal_epsilon else None,
-        output_dir=output,
-        resume=resume,
-        overwrite=overwrite,
-        settings=dataclasses.asdict(settings),
-        tensorboard=tensorboard,
-        progress=progress,
-        strategy=strategy,
-    )
+    if not isinstance(problem, pinn.TrainingData):
+        if settings.causal_epsilon:
+            problem = problem.replace(causal=pinn.CausalWeights(epsilon=settings.causal_epsilon))
+        problem = pinn.TrainingData(problem, settings.interior, settings.sampling, settings.seed)
+    callbacks: list[Any] = []
+    if settings.resample_every:
+        callbacks.append(pinn.ResidualResampling(every=settings.resample_every))
+    if settings.adaptive_weights:
+        callbacks.append(pinn.AdaptiveWeights(every=10 * settings.steps_per_call))
+    schedule = pinn.Schedule(settings.steps_per_call, settings.log_every, settings.checkpoint_every, progress)
+    run = pinn.Output(output, resume, overwrite, tensorboard, dataclasses.asdict(settings)) if output else None
+    return pinn.Trainer(problem, model, None, settings.learning_rate, schedule, run, callbacks, strategy)
 
 
 def _write_results(

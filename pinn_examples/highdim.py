@@ -22,7 +22,7 @@ draws in the unbiased loss), ``x . grad N`` one first-order jet along ``x``. Eac
 
 Adam's learning rate decays exponentially from ``--learning-rate`` to ``--final-learning-rate``.
 Every Adam step draws its own ``--interior`` points uniformly in the ball, inside the compiled
-step (:class:`BallProblem`, :func:`fresh_ball_points`: a Gaussian direction times ``U^(1/D)``),
+step (:func:`training_data`, :func:`fresh_ball_points`: a Gaussian direction times ``U^(1/D)``),
 from a seed that depends on the run's seed and the step only, so a resumed run sees the same
 points. (Points kept for a whole compiled call of 100 steps were memorised: the logged loss on
 them fell far below the loss at new points, and rose as the learning rate decayed.) The
@@ -191,7 +191,7 @@ def _ball_laplacian_class():
 def fresh_ball_points(count: int, dim: int, seed: Any, dtype: Any = "float32") -> Any:
     """``count`` points uniform in the unit ball of R^dim, drawn by TensorFlow's stateless ops from ``seed``.
 
-    The training points (:class:`BallProblem`), drawn inside the compiled step: a Gaussian
+    The training points (:func:`training_data`), drawn inside the compiled step: a Gaussian
     direction times ``U^(1/dim)``, ``O(count * dim)``. ``seed`` is an int or int tensor (the
     step's seed); the stream differs from :mod:`hodiff.jets.stde`'s. XLA draws other numbers than
     eager or graph mode for the same seed (TF issue #121243), as uniform.
@@ -205,27 +205,18 @@ def fresh_ball_points(count: int, dim: int, seed: Any, dtype: Any = "float32") -
     return directions * radii ** (1.0 / dim)
 
 
-def _ball_problem_class():
-    """:class:`BallProblem`, defined on first use so that importing this module does not import TensorFlow."""
-    import tensorflow as tf
+def training_data(problem: Any, settings: HighDimSettings) -> Any:
+    """The problem's :class:`hodiff.pinn.TrainingData` whose interior points are drawn afresh at every step.
 
+    ``settings.interior`` points uniform in the unit ball (:func:`fresh_ball_points`), inside the
+    compiled step, from the step's seed (the run's seed and the step number, as for the
+    stochastic Laplacian), a different stream from the Laplacian's.
+    """
     from hodiff import pinn
 
-    class BallProblem(pinn.Problem):
-        """A :class:`hodiff.pinn.Problem` whose loss draws its interior points afresh at every step.
-
-        :meth:`loss_terms` replaces ``points["interior"]`` by as many points drawn uniformly in the
-        unit ball, inside the compiled step, from the step's seed (the trainer's seed and the step
-        number, as for the stochastic Laplacian): a Gaussian direction times ``U^(1/D)``, a
-        different stream from the Laplacian's. ``Problem.replace`` gives a plain ``Problem``.
-        """
-
-        def loss_terms(self, solution, points, parameters, seed=0, unbiased=None):
-            interior = tf.convert_to_tensor(points["interior"])
-            fresh = fresh_ball_points(interior.shape[0], interior.shape[1], seed, interior.dtype)
-            return super().loss_terms(solution, {**points, "interior": fresh}, parameters, seed, unbiased)
-
-    return BallProblem
+    dim = settings.dim
+    fresh = lambda count, seed, dtype: fresh_ball_points(count, dim, seed, dtype)  # noqa: E731
+    return pinn.TrainingData(problem, settings.interior, settings.sampling, settings.seed, fresh_points=fresh)
 
 
 def build(settings: HighDimSettings):
@@ -272,7 +263,7 @@ def build(settings: HighDimSettings):
             return lap + u - u**3 - f
         return lap + tf.sin(u) - f
 
-    problem = _ball_problem_class()(domain, needs=("u", laplacian), residual=residual)
+    problem = pinn.Problem(domain, needs=("u", laplacian), residual=residual)
     return problem, model
 
 
@@ -289,13 +280,12 @@ def _test_batches(settings: HighDimSettings):
 
 
 def relative_error(trainer: Any, settings: HighDimSettings) -> float:
-    """``||u_pred - u|| / ||u||`` over ``settings.test_points`` fresh uniform points in the ball."""
-    squares, sizes = 0.0, 0.0
-    for points, exact in _test_batches(settings):
-        predicted = trainer.predict(points)[:, 0].astype(np.float64)
-        squares += float(np.sum((predicted - exact) ** 2))
-        sizes += float(np.sum(exact**2))
-    return float(np.sqrt(squares / sizes))
+    """``||u_pred - u|| / ||u||`` over ``settings.test_points`` fresh uniform points in the ball
+    (:func:`hodiff.pinn.metrics.relative_l2_errors`; the points come in batches, the values are small)."""
+    from hodiff.pinn.metrics import relative_l2_errors
+
+    predicted, exact = zip(*((trainer.predict(points)[:, 0], values) for points, values in _test_batches(settings)))
+    return relative_l2_errors({"u": np.concatenate(predicted)}, {"u": np.concatenate(exact)})["relative_l2_error"]
 
 
 def slice_fields(trainer: Any, settings: HighDimSettings) -> tuple[dict, np.ndarray, np.ndarray]:
@@ -324,7 +314,7 @@ def peak_memory_mib() -> float:
 
 
 def train(trainer: Any, settings: HighDimSettings, progress: bool = True) -> str:
-    """Adam, fresh points at every step (:class:`BallProblem`); returns why it stopped."""
+    """Adam, fresh points at every step (:func:`training_data`); returns why it stopped."""
     chunk, done = settings.steps_per_call, int(trainer.adam_steps.numpy())
     budget = 60.0 * settings.max_minutes
     while done < settings.adam_steps:
@@ -363,9 +353,8 @@ def run(argv: list[str] | None = None) -> int:
     defaults = HighDimSettings()
     stored = dataclasses.replace(settings, max_minutes=defaults.max_minutes, test_points=defaults.test_points)
     try:
-        trainer = make_trainer(
-            problem, model, stored, args.output, args.resume, args.overwrite, args.tensorboard, False
-        )
+        data = training_data(problem, stored)
+        trainer = make_trainer(data, model, stored, args.output, args.resume, args.overwrite, args.tensorboard, False)
     except (FileExistsError, FileNotFoundError, ValueError) as error:
         raise SystemExit(f"highdim: {error}") from None
     print(f"highdim: {dataclasses.asdict(settings)}")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from hodiff import pinn
 from pinn_examples import highdim
 from pinn_examples.__main__ import main
 
@@ -101,13 +102,17 @@ def test_training_points_are_drawn_afresh_every_step_uniformly_in_the_ball():
         np.testing.assert_array_equal(points, again)  # a function of the seed
         other = draw(20000, 8, tf.constant(4, tf.int64)).numpy()
         assert np.abs(points - other).max() > 0.1
-    # the loss of a step depends on its seed only, not on the trainer's stored interior points
-    problem, model = highdim.build(settings(dim=6, num_samples=3))
-    solution = problem.solution(model)
-    stored = [{"interior": highdim.ball_points(16, 6, k).astype(np.float32)} for k in (0, 1)]
-    loss = [float(problem.loss_terms(solution, points, {}, seed=5)["residual"]) for points in stored]
-    assert loss[0] == loss[1]
-    assert float(problem.loss_terms(solution, stored[0], {}, seed=6)["residual"]) != loss[0]
+    # the loss of a step depends on the run's seed and the step only, not on the stored interior points: the
+    # training data draws them (no Problem subclass)
+    chosen = settings(dim=6, num_samples=3, interior=16)
+    problem, model = highdim.build(chosen)
+    assert type(problem) is pinn.Problem
+    data = highdim.training_data(problem, chosen)
+    data.build(model)
+    loss = float(data.loss_terms(5)["residual"])
+    data.interior.assign(highdim.ball_points(16, 6, 1).astype(np.float32))
+    assert float(data.loss_terms(5)["residual"]) == loss
+    assert float(data.loss_terms(6)["residual"]) != loss
 
 
 @pytest.mark.parametrize(

@@ -317,7 +317,7 @@ def test_non_finite_terms_are_named_even_when_the_compiled_loss_is_finite():
     )
     with pytest.raises(FloatingPointError, match=r"non-finite loss terms: \['wall'\]"):
         nan_run.lbfgs(5)
-    assert nan_run._lbfgs is None, "L-BFGS does not count as done"
+    assert nan_run.clock.lbfgs is None, "L-BFGS does not count as done"
 
     class DroppedNaN:  # as if XLA had dropped the NaN term
         steps_per_call = 10

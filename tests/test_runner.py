@@ -263,14 +263,14 @@ def test_flags_refuse_non_finite_negative_and_out_of_range_values(flag, value, m
 def test_causal_epsilon_zero_means_off(tmp_path, monkeypatch):
     seen = {}
 
-    def stop(self, *args, **kwargs):
-        seen.update(kwargs)
+    def stop(self, data, *args, **kwargs):
+        seen["data"] = data
         raise KeyboardInterrupt  # the flags were accepted; no need to train
 
     monkeypatch.setattr(pinn.Trainer, "__init__", stop)
     with pytest.raises(KeyboardInterrupt):
         run_example(heat.EXAMPLE, ["--causal-epsilon", "0", "--seed", str(2**32 - 1), "--output", str(tmp_path)])
-    assert seen["causal"] is None and seen["seed"] == 2**32 - 1
+    assert seen["data"].problem.causal is None and seen["data"].seed == 2**32 - 1
 
 
 def test_too_many_points_and_unwritable_output_stop_before_any_work(tmp_path, monkeypatch):

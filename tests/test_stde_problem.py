@@ -121,7 +121,7 @@ def test_adam_with_a_stochastic_laplacian_lowers_the_loss_and_resumes_exactly(tm
 
 def test_lbfgs_on_a_stochastic_problem_minimises_one_frozen_draw():
     trainer = run(10)
-    draw_before = int(trainer._draw_step.numpy())
+    draw_before = int(trainer.data.draw_step.numpy())
     start = float(trainer._frozen_loss())
     result = trainer.lbfgs(15)
     assert result.nit > 3  # a changing objective makes the line search fail at once
@@ -130,4 +130,4 @@ def test_lbfgs_on_a_stochastic_problem_minimises_one_frozen_draw():
     # it (as the guard and the log do) does not move the draw.
     assert trainer.history[-1]["phase"] == "lbfgs"
     np.testing.assert_allclose(trainer.history[-1]["loss"], result.fun, rtol=1e-10)
-    assert int(trainer._draw_step.numpy()) == draw_before == 10
+    assert int(trainer.data.draw_step.numpy()) == draw_before == 10

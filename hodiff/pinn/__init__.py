@@ -1,15 +1,20 @@
 """Physics-informed neural networks on hodiff's derivatives: geometry, conditions, problem,
-networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on demand)."""
+training data, networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on demand).
+
+Data flow: problem -> :class:`TrainingData` (points, draws, loss weights) -> its ``loss`` ->
+optimiser (:class:`Trainer`, :class:`PINNModel`) -> run log (:class:`~hodiff.pinn.runlog.RunLog`)."""
 
 from __future__ import annotations
 
 import importlib
+import warnings as _warnings
 from typing import Any
 
 from hodiff._deprecation import warn_moved
-from hodiff.pinn import callbacks, conditions, geometry, names, runlog, saving
-from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
+from hodiff.pinn import callbacks, conditions, geometry, metrics, names, runlog, saving
+from hodiff.pinn.callbacks import AdaptiveWeights, Callback, EarlyStopping, RelativeL2Error, ResidualResampling
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
+from hodiff.pinn.data import TrainingData
 from hodiff.pinn.deeponet import DeepONet
 from hodiff.pinn.geometry import (
     Ball,
@@ -28,11 +33,12 @@ from hodiff.pinn.geometry import (
     TimeDomain,
     Triangle,
 )
-from hodiff.pinn.keras_model import PINNModel, ResamplePoints
+from hodiff.pinn.keras_model import PINNModel, UniformResampling
+from hodiff.pinn.metrics import relative_l2_errors
 from hodiff.pinn.networks import FourierFeatures, Gate, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.saving import load_solution, save_solution
-from hodiff.pinn.trainer import AdamResult, AdaptiveWeights, Resampling, Trainer
+from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
 
 __all__ = [
     "AdamResult",
@@ -64,14 +70,17 @@ __all__ = [
     "Polygon",
     "Problem",
     "Rectangle",
-    "ReferenceError",
-    "ResamplePoints",
-    "Resampling",
+    "Output",
+    "RelativeL2Error",
+    "ResidualResampling",
     "Robin",
+    "Schedule",
     "Sphere",
     "Stochastic",
     "TimeDomain",
     "Trainer",
+    "TrainingData",
+    "UniformResampling",
     "Triangle",
     "callbacks",
     "conditions",
@@ -79,6 +88,8 @@ __all__ = [
     "load_solution",
     "mlp",
     "names",
+    "metrics",
+    "relative_l2_errors",
     "runlog",
     "save_solution",
     "saving",
@@ -90,12 +101,22 @@ _PLUMBING = {  # no longer public names of hodiff.pinn; reachable from their mod
     "write_json": "hodiff.pinn.runlog",
     "relative_l2_error": "hodiff.pinn.trainer",
 }
+_RENAMED = {
+    "ReferenceError": "RelativeL2Error",
+    "Resampling": "ResidualResampling",
+    "ResamplePoints": "UniformResampling",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """``hodiff.pinn.RunLog`` and the other run-log plumbing warn for one release: import them from
-    their modules (``hodiff.pinn.runlog.RunLog``)."""
+    """Former names warn for one release: the run-log plumbing (import it from its module, e.g.
+    ``hodiff.pinn.runlog.RunLog``) and the renamed classes (``ReferenceError``, ``Resampling``,
+    ``ResamplePoints``)."""
     if name in _PLUMBING:
         warn_moved(f"hodiff.pinn.{name}", f"{_PLUMBING[name]}.{name}")
         return getattr(importlib.import_module(_PLUMBING[name]), name)
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        _warnings.warn(f"hodiff.pinn.{name} is deprecated; use hodiff.pinn.{new}.", DeprecationWarning, stacklevel=2)
+        return globals()[new]
     raise AttributeError(f"module 'hodiff.pinn' has no attribute {name!r}")

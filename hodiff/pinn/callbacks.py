@@ -1,10 +1,14 @@
-"""Callbacks on the :class:`~hodiff.pinn.Trainer`: metrics logged with the history, early stopping.
+"""Callbacks on the :class:`~hodiff.pinn.Trainer`: metrics, early stopping, adaptive weights, resampling.
 
 The trainer calls every callback at each history row (Adam and L-BFGS), in two steps: first
 :meth:`Callback.metrics` of every callback, whose values become columns of the row (in
 ``history.csv`` and TensorBoard), then :meth:`Callback.on_log` with the finished row, which may
 return ``"stop"`` (or set ``trainer.stop_training = True``) to end the Adam phase. At the end of
-each phase the trainer calls :meth:`Callback.on_phase_end`.
+each phase the trainer calls :meth:`Callback.on_phase_end`. Around every compiled call of
+``steps_per_call`` Adam steps it calls :meth:`Callback.on_chunk_begin` and
+:meth:`Callback.on_chunk_end`: :class:`ResidualResampling` redraws the points before a call
+and :class:`AdaptiveWeights` moves the loss weights after one, each through the trainer's
+:class:`~hodiff.pinn.TrainingData` (``trainer.data``), which owns the points and the weights.
 
 A callback should decide from the trainer's history (``trainer.history``, restored on resume)
 rather than from state of its own, so that a resumed run decides exactly as an uninterrupted
@@ -14,7 +18,7 @@ Example:
   ```python
   import numpy as np
   from hodiff import pinn
-  from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
+  from hodiff.pinn.callbacks import Callback, EarlyStopping, RelativeL2Error
 
   domain = pinn.Interval("x", 0.0, 1.0)
   problem = pinn.Problem(
@@ -40,7 +44,7 @@ Example:
       steps_per_call=10,
       log_every=10,
       progress=False,
-      callbacks=[ReferenceError(x, exact), EarlyStopping(patience=20, min_delta=1.0), steps],
+      callbacks=[RelativeL2Error(x, exact), EarlyStopping(patience=20, min_delta=1.0), steps],
   )
   result = trainer.adam(100)
   assert result.stop_reason.startswith("early stopping") and result.steps < 100
@@ -50,16 +54,21 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hodiff import _validate
+from hodiff.pinn.metrics import relative_l2_errors
+
 if TYPE_CHECKING:
     from hodiff.pinn.trainer import Trainer
 
-__all__ = ["Callback", "EarlyStopping", "ReferenceError"]
+__all__ = ["AdaptiveWeights", "Callback", "EarlyStopping", "RelativeL2Error", "ResidualResampling"]
 
 
 class Callback:
@@ -77,9 +86,74 @@ class Callback:
         """Called when a phase ends: ``phase`` is ``"adam"`` (``result`` an ``AdamResult``) or
         ``"lbfgs"`` (scipy's ``OptimizeResult``)."""
 
+    def on_chunk_begin(self, trainer: Trainer, step: int) -> None:
+        """Called before each compiled call of Adam steps, ``step`` steps done (after the checkpoint
+        of the call before, so a run resumed from it acts alike)."""
 
-class ReferenceError(Callback):  # noqa: A001 - the name the docs and the issue use; it is hodiff.pinn's own
-    """Logs the relative L2 error of the trained solution against reference values.
+    def on_chunk_end(self, trainer: Trainer, step: int) -> None:
+        """Called after each compiled call of Adam steps, ``step`` steps done, before the history row."""
+
+
+@dataclasses.dataclass
+class AdaptiveWeights(Callback):
+    """Learning-rate annealing of the loss weights (Wang, Teng & Perdikaris 2021, Algorithm 1).
+
+    Every ``every`` Adam steps, each condition term's weight moves towards
+    ``max |grad residual loss| / mean |grad term loss|`` (gradients w.r.t. the network
+    weights): ``w <- (1 - alpha) w + alpha * that`` (:meth:`TrainingData.anneal
+    <hodiff.pinn.TrainingData.anneal>`). The residual's weight stays 1.
+
+    References:
+      Wang, Teng & Perdikaris (2021), "Understanding and mitigating gradient flow pathologies
+      in physics-informed neural networks", SIAM J. Sci. Comput.
+    """
+
+    every: int = 100
+    alpha: float = 0.1
+
+    def __post_init__(self):
+        _validate.check_finite_number(self.every, "every", "AdaptiveWeights", 1, integer=True)
+        _validate.check_finite_number(self.alpha, "alpha", "AdaptiveWeights", 0)
+
+    def on_chunk_end(self, trainer: Trainer, step: int) -> None:
+        if step % self.every == 0:
+            trainer.data.anneal(self.alpha)
+
+
+@dataclasses.dataclass
+class ResidualResampling(Callback):
+    """Residual-based adaptive distribution (RAD) of the interior points (Wu et al. 2023).
+
+    Every ``every`` Adam steps, ``candidates`` random points are scored with
+    ``|r|^k / mean(|r|^k) + c`` and the interior points are redrawn from that density
+    (:meth:`TrainingData.resample_by_residual <hodiff.pinn.TrainingData.resample_by_residual>`).
+    Formerly ``Resampling``; for uniform redraws of a :class:`~hodiff.pinn.PINNModel` see
+    :class:`~hodiff.pinn.UniformResampling`.
+
+    References:
+      Wu, Zhu, Tan, Kartha & Lu (2023), "A comprehensive study of non-adaptive and
+      residual-based adaptive sampling for physics-informed neural networks", CMAME.
+    """
+
+    every: int = 1000
+    candidates: int = 100_000
+    k: float = 1.0
+    c: float = 1.0
+
+    def __post_init__(self):
+        name = type(self).__name__
+        _validate.check_finite_number(self.every, "every", name, 1, integer=True)
+        _validate.check_finite_number(self.candidates, "candidates", name, 1, integer=True)
+        _validate.check_finite_number(self.k, "k", name, 0)
+        _validate.check_finite_number(self.c, "c", name, 0)
+
+    def on_chunk_begin(self, trainer: Trainer, step: int) -> None:
+        if step and step % self.every == 0:
+            trainer.data.resample_by_residual(step, self.candidates, self.k, self.c)
+
+
+class RelativeL2Error(Callback):
+    """Logs the relative L2 error of the trained solution against reference values (formerly ``ReferenceError``).
 
     ``sqrt(sum_f ||pred_f - ref_f||^2 / sum_f ||ref_f||^2)`` over the chosen fields, added as
     the column ``name`` to the history rows (and TensorBoard) during Adam and L-BFGS.
@@ -106,20 +180,20 @@ class ReferenceError(Callback):  # noqa: A001 - the name the docs and the issue 
         self.values = values[:, None] if values.ndim == 1 else values
         if self.points.ndim != 2 or self.values.ndim != 2 or len(self.values) != len(self.points):
             raise ValueError(
-                f"ReferenceError: points {self.points.shape} and values {np.shape(values)} must be (N, d) and (N,) "
+                f"RelativeL2Error: points {self.points.shape} and values {np.shape(values)} must be (N, d) and (N,) "
                 "or (N, fields) with the same N."
             )
         if not np.all(np.isfinite(self.values)) or not np.any(self.values):
             raise ValueError(
-                "ReferenceError: values must be finite and not all zero (the error is relative to their norm); "
+                "RelativeL2Error: values must be finite and not all zero (the error is relative to their norm); "
                 "leave out the points without a reference."
             )
         if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
-            raise ValueError(f"ReferenceError: every={every!r} must be a positive int or None (every history row).")
+            raise ValueError(f"RelativeL2Error: every={every!r} must be a positive int or None (every history row).")
         self.fields = None if fields is None else tuple(fields)
         if self.fields is not None and len(self.fields) != self.values.shape[1]:
             raise ValueError(
-                f"ReferenceError: fields={self.fields} names {len(self.fields)} columns but values has "
+                f"RelativeL2Error: fields={self.fields} names {len(self.fields)} columns but values has "
                 f"{self.values.shape[1]}."
             )
         self.every, self.name = every, name
@@ -130,15 +204,18 @@ class ReferenceError(Callback):  # noqa: A001 - the name the docs and the issue 
         unknown = [f for f in chosen if f not in fields]
         if unknown or len(chosen) != self.values.shape[1]:
             raise ValueError(
-                f"ReferenceError: fields {chosen} do not match the problem's fields {fields} and the "
+                f"RelativeL2Error: fields {chosen} do not match the problem's fields {fields} and the "
                 f"{self.values.shape[1]} value columns; pass fields=... naming the value columns."
             )
         return [fields.index(f) for f in chosen]
 
     def error(self, trainer: Trainer) -> float:
-        """The relative L2 error now."""
+        """The relative L2 error now (:func:`hodiff.pinn.metrics.relative_l2_errors`, all chosen fields together)."""
         prediction = trainer.predict(self.points)[:, self._columns(trainer)]
-        return float(np.linalg.norm(prediction - self.values) / np.linalg.norm(self.values))
+        columns = range(self.values.shape[1])
+        return relative_l2_errors(
+            {str(i): prediction[:, i] for i in columns}, {str(i): self.values[:, i] for i in columns}
+        )["relative_l2_error"]
 
     def metrics(self, trainer: Trainer, row: dict[str, Any]) -> dict[str, float]:
         if self.every is not None and row["step"] % self.every:
@@ -157,7 +234,7 @@ class EarlyStopping(Callback):
 
     Args:
       monitor: a history column: ``"loss"`` (the weighted total), a term name, or a metric
-        such as :class:`ReferenceError`'s ``"reference_error"``.
+        such as :class:`RelativeL2Error`'s ``"reference_error"``.
       patience: Adam steps without improvement before stopping (a multiple of ``log_every``
         makes it exact).
       min_delta: the smallest change that counts as an improvement, >= 0.
@@ -201,3 +278,17 @@ class EarlyStopping(Callback):
             )
             return "stop"
         return None
+
+
+_DEPRECATED = {"ReferenceError": ("RelativeL2Error", RelativeL2Error)}
+
+
+def __getattr__(name: str) -> Any:
+    """``ReferenceError``: the former name of :class:`RelativeL2Error` (it shadowed a builtin), deprecated."""
+    if name in _DEPRECATED:
+        new, value = _DEPRECATED[name]
+        warnings.warn(
+            f"hodiff.pinn.callbacks.{name} is deprecated; use {new} (same arguments).", DeprecationWarning, stacklevel=2
+        )
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

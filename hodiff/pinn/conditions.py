@@ -34,6 +34,7 @@ from hodiff.pinn.names import named_partials, need_key, parse_needs
 __all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic", "Robin"]
 
 Value = float | Callable[[dict], tf.Tensor]
+Partials = Callable[[Callable, tf.Tensor, tuple], dict]
 PLACES = ("boundary", "initial", "interior")
 
 
@@ -305,6 +306,7 @@ class Condition:
         arrays: dict[str, tf.Tensor],
         coords: tuple[str, ...],
         fields: Sequence[str] | None = None,
+        partials: Partials | None = None,
     ) -> tf.Tensor:
         """The residual ``(N,)`` at the sampled ``arrays``.
 
@@ -314,6 +316,10 @@ class Condition:
           arrays: as :meth:`sample` returns them, as tensors.
           coords: the domain's coordinate names.
           fields: all field names in output order (the :class:`~hodiff.pinn.Problem` passes them).
+          partials: ``partials(solution, x, needs) -> {entry: (N,)}``, how the named partials are
+            computed: the :class:`~hodiff.pinn.Problem` passes its :meth:`named_partials
+            <hodiff.pinn.Problem.named_partials>`, so its ``partials_method`` applies to the
+            conditions as to the residual. Default: nested tapes (:func:`hodiff.pinn.names.named_partials`).
         """
         if fields is not None:
             columns = {f: i for i, f in enumerate(fields)}
@@ -324,7 +330,7 @@ class Condition:
         caller = f"condition {self.name!r}"
         parsed = parse_needs(self.needs_for(tuple(coords)), tuple(columns), coords, caller)
         x = arrays["points"]
-        d = named_partials(solution, x, coords, columns, parsed)
+        d = _partials(partials, solution, x, coords, columns, parsed)
         columns_x = named_columns(x, tuple(coords))
         if "normals" in arrays:
             normals = tf.cast(arrays["normals"], x.dtype)
@@ -332,6 +338,15 @@ class Condition:
         else:
             n = {c: tf.zeros_like(x[:, 0]) for c in coords}
         return _per_point(self.evaluate(d, columns_x, n, arrays), x[:, 0], f"Condition {self.name!r}", "residual")
+
+
+def _partials(
+    partials: Partials | None, solution: Callable, x: tf.Tensor, coords: Any, columns: dict, parsed: dict
+) -> dict:
+    """The named partials in ``parsed`` at ``x``: by ``partials`` (the problem's one path) or nested tapes."""
+    if partials is None:
+        return named_partials(solution, x, coords, columns, parsed)
+    return partials(solution, x, tuple(parsed))
 
 
 def _normal_derivative(d: dict, n: dict, field: str) -> tf.Tensor:
@@ -464,12 +479,12 @@ class Periodic(Condition):
             )
         return {"points": low, "partners": high}
 
-    def residual(self, solution, field_index, arrays, coords, fields=None):
+    def residual(self, solution, field_index, arrays, coords, fields=None, partials=None):
         columns = {f: i for i, f in enumerate(fields)} if fields is not None else {self.field: field_index}
         parsed = parse_needs(self.needs, tuple(columns), coords, f"condition {self.name!r}")
         x = tf.concat([arrays["points"], arrays["partners"]], axis=0)
         count = tf.shape(arrays["points"])[0]
-        d = named_partials(solution, x, coords, columns, parsed)
+        d = _partials(partials, solution, x, coords, columns, parsed)
         values = [_per_point(d[key], x[:, 0], f"Periodic {self.name!r}", "the solution") for key in self.needs]
         return tf.concat([v[:count] - v[count:] for v in values], axis=0)
 

@@ -1,16 +1,16 @@
 """A PINN as a ``keras.Model``: ``fit`` trains on the problem's points, with Keras callbacks.
 
-:class:`PINNModel` wraps a network and a :class:`~hodiff.pinn.Problem`. Its loss is the one
-:class:`~hodiff.pinn.Trainer` minimises, the weighted sum of :meth:`Problem.loss_terms
-<hodiff.pinn.Problem.loss_terms>` at the model's points; the unknown parameters of an inverse
-problem are weights of the model. ``fit`` needs no data: every step trains on the whole point
+:class:`PINNModel` wraps a network and a problem's :class:`~hodiff.pinn.TrainingData`. Its loss is
+the one :class:`~hodiff.pinn.Trainer` minimises, :meth:`TrainingData.loss
+<hodiff.pinn.TrainingData.loss>`; the data's variables (points, loss weights, the unknown
+parameters of an inverse problem) are weights of the model. ``fit`` needs no data: every step trains on the whole point
 set (held in non-trainable weights, so checkpoints carry them), an epoch is ``steps_per_epoch``
 steps, and the logs hold the loss and every loss term (means over the epoch's steps, as Keras
 metrics are) and the current value of every parameter. ``validation_data=(points, values)``
 adds ``val_reference_error``, the relative L2 error against reference values, after each
 epoch. So ``EarlyStopping``, ``ModelCheckpoint``, ``BackupAndRestore``, ``CSVLogger``,
 ``TensorBoard``, ``ReduceLROnPlateau`` and any ``keras.callbacks.Callback`` work as usual.
-:class:`ResamplePoints` redraws the points every few epochs.
+:class:`UniformResampling` (formerly ``ResamplePoints``) redraws the points every few epochs.
 
 Example:
   ```python
@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,17 +41,19 @@ import numpy as np
 import tensorflow as tf
 
 from hodiff import _validate
+from hodiff.pinn.data import TrainingData
 from hodiff.pinn.problem import Problem
 from hodiff.training.step import full_precision
 
-__all__ = ["PINNModel", "ReferenceErrorMetric", "ResamplePoints"]
+__all__ = ["PINNModel", "ReferenceErrorMetric", "UniformResampling"]
 
 
 class ReferenceErrorMetric(keras.metrics.Metric):
     """The relative L2 error ``||prediction - reference|| / ||reference||`` over all batches seen.
 
-    It sums the squared errors and the squared references separately, so the result is the
-    error over the whole reference set however it is batched (a mean of per-batch ratios
+    The streaming (in-graph) form of :func:`hodiff.pinn.metrics.relative_l2_errors`' combined
+    error: it sums the squared errors and the squared references separately, so the result is
+    the error over the whole reference set however it is batched (a mean of per-batch ratios
     would not be). ``values`` of shape ``(N,)`` are compared with a one-column prediction.
     """
 
@@ -79,20 +82,21 @@ class PINNModel(keras.Model):
     problem's own; ``jit_compile`` and ``steps_per_execution`` work as for any Keras model).
 
     Args:
-      problem: the PDE problem.
+      problem: a :class:`~hodiff.pinn.TrainingData`, or the PDE problem (then the data is
+        ``TrainingData(problem, interior, sampling, seed)``). The points equal the
+        :class:`~hodiff.pinn.Trainer`'s for the same data; the stochastic draws of
+        :class:`~hodiff.pinn.Stochastic` needs and fresh points depend on the seed and the
+        optimizer's step count only (a run resumed by ``BackupAndRestore`` draws as the
+        uninterrupted one).
       network: a built Keras model mapping ``(N, d)`` points to ``(N, len(problem.fields))``
         (e.g. :func:`~hodiff.pinn.mlp`); its weights are the model's.
-      interior: number of interior (collocation) points.
-      sampling: ``"sobol"``, ``"lhs"`` or ``"random"`` for all point sets.
-      seed: seeds the point sets (drawn as :meth:`Problem.sample_points
-        <hodiff.pinn.Problem.sample_points>` draws them, so the points equal the
-        :class:`~hodiff.pinn.Trainer`'s for the same ``interior``, ``sampling`` and ``seed``) and
-        the stochastic draws of :class:`~hodiff.pinn.Stochastic` needs, which depend on the seed
-        and the optimizer's step count only (a run resumed by ``BackupAndRestore`` draws as the
-        uninterrupted one).
+      interior: number of interior (collocation) points (with a problem).
+      sampling: ``"sobol"``, ``"lhs"`` or ``"random"`` for all point sets (with a problem).
+      seed: seeds the point sets and the draws (with a problem).
       name: the Keras model name.
 
     Attributes:
+      data: the :class:`~hodiff.pinn.TrainingData`, built with the model's weights as its variables.
       network: the wrapped network.
       parameters: ``{name: Keras variable}``, the unknown parameters (trainable weights).
       points: the point sets, ``{"interior": variable, condition name: {key: variable}}``.
@@ -101,74 +105,58 @@ class PINNModel(keras.Model):
 
     def __init__(
         self,
-        problem: Problem,
+        problem: Problem | TrainingData,
         network: keras.Model,
         interior: int = 8192,
         sampling: str = "sobol",
         seed: int = 0,
         name: str | None = None,
     ):
-        if not isinstance(problem, Problem):
-            raise TypeError(f"PINNModel: problem must be a hodiff.pinn.Problem, got {type(problem).__name__}.")
+        if isinstance(problem, TrainingData):
+            data = problem
+        elif isinstance(problem, Problem):
+            _validate.check_count(interior, "interior", "PINNModel")
+            data = TrainingData(problem, interior, sampling, seed)
+        else:
+            raise TypeError(
+                f"PINNModel: problem must be a hodiff.pinn.Problem or TrainingData, got {type(problem).__name__}."
+            )
         if not isinstance(network, keras.Model) or not network.built or not network.weights:
             raise ValueError(
                 "PINNModel: network must be a built Keras model with weights; give it a keras.Input(shape=(d,)) or "
                 "build it with hodiff.pinn.mlp(domain, ...)."
             )
-        _validate.check_count(interior, "interior", "PINNModel")
+        problem = data.problem
         dtype = tf.as_dtype(network.weights[0].dtype)
         super().__init__(name=name, dtype=dtype.name)  # call() must not cast float64 points down
-        self.problem, self.network, self.sampling, self.seed = problem, network, sampling, int(seed)
-        self.interior_count = int(interior)
-        self._solution = problem.solution(network)
-        self.parameters = {
-            key: self.add_weight(
-                shape=(), dtype=dtype.name, initializer=keras.initializers.Constant(value), name=key, trainable=True
-            )
-            for key, value in problem.parameters.items()
-        }
-        sampled = problem.sample_points(self.interior_count, sampling, self.seed)
-        points: dict[str, Any] = {"interior": self._point_variable(sampled["interior"], "interior", dtype)}
-        for condition in problem.conditions:
-            points[condition.name] = {
-                key: self._point_variable(array, f"{condition.name}_{key}", dtype)
-                for key, array in sampled[condition.name].items()
-            }
-        self.points = points
-        self.term_weights = {
-            term: self.add_weight(
-                shape=(),
-                dtype=dtype.name,
-                initializer=keras.initializers.Constant(problem.weights.get(term, 1.0)),
-                name=f"weight_{term}",
-                trainable=False,
-            )
-            for term in problem.term_names
-        }
-        # metrics in the network's precision (Keras metrics are float32 by default)
-        wide = tf.float32 if dtype in (tf.float16, tf.bfloat16) else dtype
-        self.loss_tracker = keras.metrics.Mean(name="loss", dtype=wide.name)
-        self.term_trackers = {term: keras.metrics.Mean(name=term, dtype=wide.name) for term in problem.term_names}
-        self.reference_error = ReferenceErrorMetric(dtype=wide.name)
+        self.problem, self.network, self.data = problem, network, data
+        self.sampling, self.seed, self.interior_count = data.sampling, data.seed, data.interior_count
         clashes = set(problem.parameters) & {"loss", "reference_error", *problem.term_names}
         if clashes:
             raise ValueError(
                 f"PINNModel: parameters {sorted(clashes)} have the name of a loss term or metric, so the logs "
                 f"could not tell them apart; rename the parameters."
             )
-        # one eager evaluation on a few points: shape errors surface here, not inside a compiled step
-        few = tf.nest.map_structure(lambda v: tf.convert_to_tensor(v)[:4], self.points)
-        problem.loss_terms(self._solution, few, self.parameters)
+        data.build(network, add_weight=self._add_weight)  # the points and weights are the model's weights
+        self._solution = data.solution
+        self.parameters, self.points, self.term_weights = data.parameters, data.points, data.weights
+        # metrics in the network's precision (Keras metrics are float32 by default)
+        wide = tf.float32 if dtype in (tf.float16, tf.bfloat16) else dtype
+        self.loss_tracker = keras.metrics.Mean(name="loss", dtype=wide.name)
+        self.term_trackers = {term: keras.metrics.Mean(name=term, dtype=wide.name) for term in problem.term_names}
+        self.reference_error = ReferenceErrorMetric(dtype=wide.name)
         self.built = True
 
-    def _point_variable(self, array: np.ndarray, name: str, dtype: tf.DType) -> keras.Variable:
-        array = np.asarray(array)
+    def _add_weight(self, value: Any, name: str, trainable: bool) -> keras.Variable:
+        """A model weight holding ``value`` (the data's variables: parameters, points, loss weights)."""
+        array = np.asarray(value)
+        dtype = tf.as_dtype(self.network.weights[0].dtype)
         return self.add_weight(
             shape=array.shape,
             dtype=dtype.name,
             initializer=keras.initializers.Constant(array.astype(dtype.as_numpy_dtype)),
             name=name,
-            trainable=False,
+            trainable=trainable,
         )
 
     def get_config(self) -> dict[str, Any]:
@@ -187,24 +175,17 @@ class PINNModel(keras.Model):
         return self._solution(inputs)
 
     def physics_loss(self, step: Any = 0, unbiased: bool | None = None) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        """The weighted loss and its terms at the current weights and points.
-
-        The same sum the :class:`~hodiff.pinn.Trainer` minimises: ``sum_t w_t L_t`` with ``L_t``
-        from :meth:`Problem.loss_terms <hodiff.pinn.Problem.loss_terms>`.
+        """The weighted loss and its terms at the current weights and points: :meth:`TrainingData.loss
+        <hodiff.pinn.TrainingData.loss>`, the sum the :class:`~hodiff.pinn.Trainer` minimises.
 
         Args:
           step: the training step, which picks the draw of :class:`~hodiff.pinn.Stochastic` needs.
-          unbiased: passed to :meth:`Problem.loss_terms <hodiff.pinn.Problem.loss_terms>`
-            (``False`` for L-BFGS on a stochastic problem).
+          unbiased: ``False`` for the L-BFGS objective of a stochastic problem (one draw squared).
 
         Returns:
           ``(loss, {term: value})``, scalar tensors.
         """
-        seed = tf.constant(self.seed, tf.int64) * 1_000_003 + tf.cast(step, tf.int64)
-        terms = self.problem.loss_terms(self._solution, self.points, self.parameters, seed, unbiased)
-        terms = {term: full_precision(value) for term, value in terms.items()}
-        loss = tf.add_n([tf.cast(self.term_weights[term], value.dtype) * value for term, value in terms.items()])
-        return loss, terms
+        return self.data.loss(step, frozen=unbiased is False, precision=full_precision)
 
     def _logs(self) -> dict[str, tf.Tensor]:
         logs = {"loss": self.loss_tracker.result()}
@@ -335,19 +316,17 @@ class PINNModel(keras.Model):
     def resample(self, seed: int) -> None:
         """Draws new point sets with ``seed`` (same counts and method), as :meth:`Problem.sample_points
         <hodiff.pinn.Problem.sample_points>` does; conditions with fixed points keep them."""
-        sampled = self.problem.sample_points(self.interior_count, self.sampling, int(seed))
-        self.points["interior"].assign(sampled["interior"])
-        for condition in self.problem.conditions:
-            for key, variable in self.points[condition.name].items():
-                variable.assign(np.asarray(sampled[condition.name][key]))
+        self.data.redraw(seed)
 
 
-class ResamplePoints(keras.callbacks.Callback):
-    """Redraws a :class:`PINNModel`'s points at the start of every ``every``-th epoch.
+class UniformResampling(keras.callbacks.Callback):
+    """Redraws a :class:`PINNModel`'s points uniformly at the start of every ``every``-th epoch.
 
-    Epoch ``e`` draws with seed ``model.seed + 7919 * e``, a function of the epoch only, so a run
+    Epoch ``e`` draws with seed ``seed + 7919 * e`` (:meth:`TrainingData.redraw_for_epoch
+    <hodiff.pinn.TrainingData.redraw_for_epoch>`), a function of the epoch only, so a run
     resumed by ``BackupAndRestore`` (whose backup holds the points) trains on the same points
-    as the uninterrupted one.
+    as the uninterrupted one. Formerly ``ResamplePoints``; for residual-based resampling with the
+    :class:`~hodiff.pinn.Trainer` see :class:`~hodiff.pinn.ResidualResampling`.
 
     Args:
       every: epochs between draws, an int >= 1.
@@ -355,11 +334,25 @@ class ResamplePoints(keras.callbacks.Callback):
 
     def __init__(self, every: int = 1):
         super().__init__()
-        _validate.check_count(every, "every", "ResamplePoints")
+        _validate.check_count(every, "every", type(self).__name__)
         self.every = every
 
     def on_epoch_begin(self, epoch: int, logs: Mapping | None = None) -> None:
         if not isinstance(self.model, PINNModel):
-            raise TypeError(f"ResamplePoints: works on a hodiff.pinn.PINNModel, not a {type(self.model).__name__}.")
+            raise TypeError(
+                f"{type(self).__name__}: works on a hodiff.pinn.PINNModel, not a {type(self.model).__name__}."
+            )
         if epoch and epoch % self.every == 0:
-            self.model.resample(self.model.seed + 7919 * epoch)
+            self.model.data.redraw_for_epoch(epoch)
+
+
+def __getattr__(name: str) -> Any:
+    """``ResamplePoints``: the former name of :class:`UniformResampling`, deprecated."""
+    if name != "ResamplePoints":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        "hodiff.pinn.keras_model.ResamplePoints is deprecated; use UniformResampling (same arguments).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return UniformResampling

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -365,12 +366,12 @@ class Problem:
     def sample_points(self, interior: int, method: str = "sobol", seed: int = 0) -> dict[str, Any]:
         """The training points: ``{"interior": (interior, d), condition name: {"points": ..., ...}}``.
 
-        The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i``.
+        The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i``
+        (:func:`hodiff.pinn.data.sample_points`, where the training data draws its points).
         """
-        points: dict[str, Any] = {"interior": self.domain.sample_interior(interior, method, seed)}
-        for i, condition in enumerate(self.conditions):
-            points[condition.name] = condition.sample(self.domain, method, seed + 1 + i)
-        return points
+        from hodiff.pinn.data import sample_points  # data builds on the problem
+
+        return sample_points(self, interior, method, seed)
 
     def named_partials(self, solution: Callable, x: tf.Tensor, needs: Sequence[Any]) -> dict:
         """The values and partials named in ``needs`` at points ``x`` ``(N, d)``, each ``(N,)``.
@@ -473,9 +474,12 @@ class Problem:
         return residuals
 
     def condition_residual(self, condition: Condition, solution: Callable, arrays: dict[str, tf.Tensor]) -> tf.Tensor:
-        """The residual ``(N,)`` of one condition at its sampled ``arrays``."""
+        """The residual ``(N,)`` of one condition at its sampled ``arrays``, its partials by :meth:`named_partials`
+        (the one path of the residuals and the conditions, so ``partials_method`` applies to both)."""
         if condition.needs:
-            residual = condition.residual(solution, 0, arrays, self.domain.coords, fields=self.fields)
+            one_path = "partials" in inspect.signature(condition.residual).parameters  # not in a subclass's older one
+            partials = {"partials": self.named_partials} if one_path else {}
+            residual = condition.residual(solution, 0, arrays, self.domain.coords, fields=self.fields, **partials)
         else:  # a subclass written for the older interface
             index = self.fields.index(condition.field) if condition.field in self.fields else 0
             residual = condition.residual(solution, index, arrays, self.domain.coords)

@@ -37,12 +37,14 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
 
 __all__ = [
+    "RunClock",
     "RunLog",
     "atomic_write",
     "checkpoint_files",
@@ -391,3 +393,72 @@ class RunLog:
     @property
     def latest_checkpoint(self) -> str | None:
         return self._manager.latest_checkpoint
+
+
+class RunClock:
+    """The clock and resume bookkeeping of a training run, kept next to its :class:`RunLog`.
+
+    It holds the training time summed over resumes, the run's position (Adam steps plus
+    L-BFGS iterations: the checkpoint numbers), the position of the last checkpoint, the stored
+    L-BFGS result and the reason Adam stopped early, and saves them with every checkpoint, so a
+    resumed run continues from them exactly.
+
+    Args:
+      run_log: the run log, or ``None`` (a run kept in memory: nothing is saved).
+      adam_steps: the int variable counting the Adam steps taken (checkpointed with the model).
+
+    Attributes:
+      elapsed: training seconds up to the last :meth:`tick`.
+      saved_at: the position of the last checkpoint (``None``: none yet).
+      lbfgs: the finished L-BFGS phase's result fields, or ``None``.
+      adam_stop: ``{"step", "reason"}`` once a callback stopped Adam, or ``None``.
+    """
+
+    def __init__(self, run_log: RunLog | None, adam_steps: Any):
+        self.run_log, self.adam_steps = run_log, adam_steps
+        self.elapsed: float = 0.0
+        self.saved_at: int | None = None
+        self.lbfgs: dict[str, Any] | None = None
+        self.adam_stop: dict[str, Any] | None = None
+        self._clock: float | None = None
+        if run_log is not None and run_log.restored:
+            self.elapsed = float(run_log.state.get("elapsed_seconds", 0.0))
+            self.lbfgs = run_log.state.get("lbfgs")
+            self.adam_stop = run_log.state.get("adam_stop")
+            self.saved_at = self.position()
+
+    def position(self) -> int:
+        """Adam steps plus L-BFGS iterations so far: checkpoint numbers grow with the run."""
+        return int(self.adam_steps.numpy()) + (self.lbfgs["nit"] if self.lbfgs else 0)
+
+    @property
+    def seconds(self) -> float:
+        """Training time so far, summed over resumes (the running phase included)."""
+        return self.elapsed + (time.perf_counter() - self._clock if self._clock is not None else 0.0)
+
+    def start(self) -> None:
+        """Starts timing a phase."""
+        self._clock = time.perf_counter()
+
+    def stop(self) -> None:
+        """Ends a phase's timing. When its last act was to checkpoint this state, the time saved
+        with it stands (the milliseconds after are dropped), so a resumed run reports the same."""
+        if self.run_log is None or self.saved_at != self.position():
+            self.tick()
+        self._clock = None
+
+    def tick(self) -> None:
+        """Adds the time since the last tick to :attr:`elapsed`."""
+        if self._clock is not None:
+            now = time.perf_counter()
+            self.elapsed += now - self._clock
+            self._clock = now
+
+    def save(self) -> None:
+        """Checkpoints the run at its position with the clock and the phases' state (no-op without a run log)."""
+        if self.run_log is None:
+            return
+        number = self.position()
+        self.tick()
+        self.run_log.save(number, elapsed_seconds=self.elapsed, lbfgs=self.lbfgs, adam_stop=self.adam_stop)
+        self.saved_at = number

@@ -1,0 +1,75 @@
+"""The relative L2 error of a solution against reference values, over all fields together and per field.
+
+One definition for the library, the callbacks and the examples: PINNacle's L2RE,
+``sqrt(sum_f ||p_f - r_f||^2) / sqrt(sum_f ||r_f||^2)`` over the chosen fields, and the same
+ratio for each field on its own. Reference entries that are NaN (points outside the domain on
+a grid) are left out.
+
+References:
+  Hao et al. (2024), "PINNacle: a comprehensive benchmark of physics-informed neural networks
+  for solving PDEs", NeurIPS Datasets and Benchmarks (arXiv:2306.08827).
+
+Example:
+  ```python
+  import numpy as np
+  from hodiff.pinn.metrics import relative_l2_errors
+
+  reference = {"u": np.array([1.0, np.nan]), "v": np.array([0.0, 2.0])}
+  prediction = {"u": np.array([1.1, 5.0]), "v": np.array([0.0, 2.0])}
+  errors = relative_l2_errors(prediction, reference)
+  assert np.isclose(errors["relative_l2_error_u"], 0.1)
+  assert np.isclose(errors["relative_l2_error"], 0.1 / np.sqrt(5.0))
+  ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["relative_l2_errors"]
+
+
+def relative_l2_errors(
+    prediction: Mapping[str, Any], reference: Mapping[str, Any], fields: Sequence[str] | None = None
+) -> dict[str, float]:
+    """Relative L2 errors over the finite reference entries, all chosen fields together and per field.
+
+    Args:
+      prediction: ``{field: array}``, every field of ``reference`` included (same shapes).
+      reference: ``{field: array}``; NaN entries are left out (with the prediction there).
+      fields: the fields combined in ``relative_l2_error`` (default: all of ``reference``).
+
+    Returns:
+      ``{"relative_l2_error": sqrt(sum_f ||p_f - r_f||^2 / sum_f ||r_f||^2), "relative_l2_error_<f>": ...}``,
+      NaN where the reference is all zero.
+
+    Raises:
+      ValueError: a field of ``reference`` or ``fields`` is missing from ``prediction`` or ``reference``,
+        or a prediction's shape differs from its reference's.
+    """
+    chosen = tuple(reference if fields is None else fields)
+    missing = [f for f in (*reference, *chosen) if f not in prediction or f not in reference]
+    if missing:
+        raise ValueError(
+            f"relative_l2_errors: fields {sorted(set(missing))} are missing from the prediction {sorted(prediction)} "
+            f"or the reference {sorted(reference)}; give both the same fields."
+        )
+    squares = {}
+    for name, wanted in reference.items():
+        wanted = np.asarray(wanted, dtype=np.float64)
+        predicted = np.asarray(prediction[name], dtype=np.float64)
+        if predicted.shape != wanted.shape:
+            raise ValueError(
+                f"relative_l2_errors: field {name!r} has prediction shape {predicted.shape} but reference shape "
+                f"{wanted.shape}; compare values at the same points."
+            )
+        inside = np.isfinite(wanted)
+        difference = predicted[inside] - wanted[inside]
+        squares[name] = (float(np.sum(difference**2)), float(np.sum(wanted[inside] ** 2)))
+    ratio = lambda numerator, denominator: float(np.sqrt(numerator / denominator)) if denominator else float("nan")  # noqa: E731
+    errors = {"relative_l2_error": ratio(sum(squares[f][0] for f in chosen), sum(squares[f][1] for f in chosen))}
+    errors.update({f"relative_l2_error_{name}": ratio(*pair) for name, pair in squares.items()})
+    return errors
