@@ -359,8 +359,10 @@ def _check_memory(settings: Settings, dimension: int) -> None:
 def check_output(
     args: argparse.Namespace, run_files: tuple[str, ...] = RUN_FILES, replaced: tuple[str, ...] = RESULT_FILES
 ) -> None:
-    """Before any work: --output is writable, and holds a run (any of ``run_files``) only with
-    --resume or --overwrite; --overwrite removes ``replaced`` (files or directories)."""
+    """Before any work: --output is writable, no other live process writes it (this process takes its
+    lock, :func:`hodiff.pinn.runlog.lock_run`, kept in ``args.run_lock`` for the run), and it holds a run
+    (any of ``run_files``) only with --resume or --overwrite; --overwrite removes ``replaced`` (files or
+    directories)."""
     output = args.output
     if args.resume and not os.path.isdir(os.path.join(output, "checkpoints")):
         raise SystemExit(f"--resume: no checkpoints in {output}/checkpoints; run without --resume first.")
@@ -372,6 +374,12 @@ def check_output(
         raise SystemExit(
             f"--output {output}: cannot write there ({error.strerror or error}); choose another --output."
         ) from None
+    from hodiff.pinn.runlog import RunInUseError, lock_run
+
+    try:  # held for the run (as long as args lives): one writer per --output, before anything is removed
+        args.run_lock = lock_run(output, "--output")
+    except RunInUseError as error:
+        raise SystemExit(str(error)) from None
     held = [name for name in run_files if os.path.lexists(os.path.join(output, name))]
     if held and not (args.resume or args.overwrite):
         raise SystemExit(

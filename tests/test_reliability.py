@@ -2,6 +2,10 @@
 Keras backups, readable errors. Each test here failed on the code before its fix."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import zipfile
 
 import keras
@@ -10,7 +14,14 @@ import pytest
 import tensorflow as tf
 
 from hodiff import pinn
+from hodiff.pinn.runlog import RunInUseError, RunLog, read_checkpoint_state
 from hodiff.pinn.saving import load_solution, save_solution
+from pinn_examples import heat
+from pinn_examples._runner import run as run_example
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAST = ["--preset", "fast", "--interior", "64", "--adam-steps", "20", "--lbfgs-iterations", "0", "--width", "8"]
+FAST += ["--depth", "2", "--steps-per-call", "10", "--log-every", "10", "--checkpoint-every", "10", "--no-progress"]
 
 LINE = pinn.Interval("x", 0.0, 1.0)
 POINTS = np.linspace(0.0, 1.0, 7)[:, None]
@@ -87,3 +98,57 @@ def test_a_transform_using_x_points_predicts_the_same_after_save_and_load(tmp_pa
     before = problem.solution(model)(tf.constant(POINTS)).numpy()
     np.testing.assert_allclose(load_solution(path)(POINTS).numpy(), before, rtol=1e-14, atol=0)
     assert np.abs(before).max() > 0
+
+
+# ----------------------------------------------------------------------------- 3: one writer per run
+HOLDER = """
+import sys, time
+import tensorflow as tf
+from hodiff.pinn.runlog import RunLog
+log = RunLog(sys.argv[1], {"x": tf.Variable(1.0, dtype=tf.float64)}, settings={"seed": 0})
+log.append({"phase": "adam", "step": 10, "loss": 0.5})
+log.save(10)
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def live_run(tmp_path):
+    """A run directory written by a live process (a RunLog held in a subprocess)."""
+    output = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(output)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        yield output, process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_second_writer_and_an_overwrite_of_a_live_run_are_refused_naming_the_process(live_run):
+    output, process = live_run
+    for kwargs in ({"resume": True}, {"overwrite": True}, {}):
+        with pytest.raises(RunInUseError, match=f"being written by another run: process {process.pid} on "):
+            RunLog(str(output), {"x": tf.Variable(1.0, dtype=tf.float64)}, settings={"seed": 0}, **kwargs)
+    for flags in (["--overwrite"], ["--resume"]):
+        with pytest.raises(SystemExit, match=f"--output: .* process {process.pid} .*another directory \\(--output\\)"):
+            run_example(heat.EXAMPLE, [*FAST, *flags, "--output", str(output)])
+    assert (output / "checkpoints" / "ckpt-10.index").exists(), "the live run's files are untouched"
+    assert read_checkpoint_state(str(output / "checkpoints" / "ckpt-10"))["history"][0]["step"] == 10
+
+
+def test_a_killed_writer_does_not_block_its_resume(live_run):
+    output, process = live_run
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    log = RunLog(str(output), {"x": tf.Variable(0.0, dtype=tf.float64)}, settings={"seed": 0}, resume=True)
+    assert log.restored.endswith("ckpt-10") and [row["step"] for row in log.history] == [10]
+    assert json.loads((output / ".lock").read_text())["pid"] == os.getpid(), "the lock names its new holder"
+    log.close()

@@ -11,6 +11,11 @@ Every file is written atomically: to a temporary file in the same directory, the
 over the old one (``os.replace``), so a kill at any moment leaves the previous complete file.
 :func:`atomic_write` does this for any writer (``np.savez``, ``fig.savefig``, ``open``).
 
+One process writes a run: a :class:`RunLog` holds an OS lock (``fcntl.flock``) on ``.lock`` in
+its directory for as long as it lives (:func:`lock_run`). A second writer, or an overwrite of a
+live run, stops with :class:`RunInUseError` naming the process that holds it; the kernel releases
+the lock when that process dies, so a killed run never blocks its own resume.
+
 Example:
   ```python
   import json, os, tempfile
@@ -29,6 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import datetime
+import errno
+import fcntl
 import io
 import json
 import logging
@@ -36,16 +44,21 @@ import math
 import os
 import re
 import shutil
+import socket
+import sys
 import tempfile
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
 
 __all__ = [
+    "RunInUseError",
     "RunLog",
     "atomic_write",
     "checkpoint_files",
+    "lock_run",
     "read_checkpoint_state",
     "read_history",
     "write_csv",
@@ -55,6 +68,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HISTORY, RUN_INFO, CHECKPOINTS, TENSORBOARD = "history.csv", "run_info.json", "checkpoints", "tensorboard"
+LOCK = ".lock"  # the run's lock file: holds the writer's pid, host, start time and command
 _CHECKPOINT_FILE = re.compile(r"^ckpt-(\d+)\.index$")
 
 
@@ -97,6 +111,118 @@ def atomic_write(path: str | os.PathLike) -> Iterator[str]:
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+class RunInUseError(RuntimeError):
+    """Another live process holds the run's lock: it is writing that run directory."""
+
+
+class _HeldLock:
+    """One open, flock-ed lock file, shared by every :class:`RunLock` of this process on one directory."""
+
+    def __init__(self, fd: int, path: str):
+        self.fd, self.path, self.users = fd, path, 0
+
+
+_held: dict[str, _HeldLock] = {}  # real path of the lock file -> this process's lock on it
+
+
+class RunLock:
+    """This process's hold on a run directory's lock; released by :meth:`release`, when the object is
+    garbage-collected, or by the kernel when the process dies. See :func:`lock_run`."""
+
+    def __init__(self, held: _HeldLock):
+        self._held: _HeldLock | None = held
+        held.users += 1
+        self._finalizer = weakref.finalize(self, RunLock._drop, held)
+
+    @property
+    def path(self) -> str:
+        return self._held.path if self._held is not None else ""
+
+    @staticmethod
+    def _drop(held: _HeldLock) -> None:
+        held.users -= 1
+        if held.users == 0:
+            _held.pop(held.path, None)
+            os.close(held.fd)  # closing the last descriptor releases the flock
+
+    def release(self) -> None:
+        """Gives the lock up (other holders in this process keep it)."""
+        self._finalizer()
+        self._held = None
+
+
+def _holder(path: str) -> str:
+    """Who holds the lock file ``path``, as its writer recorded it."""
+    try:
+        with open(path) as file:
+            info = json.load(file)
+        return (
+            f"process {info['pid']} on {info['host']}, started {info['started']} "
+            f"({' '.join(str(part) for part in info.get('command', []))})"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not recorded itself yet"
+
+
+def lock_run(directory: str | os.PathLike, caller: str = "RunLog") -> RunLock:
+    """Takes the exclusive lock on the run in ``directory`` for this process, for the life of the result.
+
+    The lock is an ``fcntl.flock`` on ``directory/.lock`` (the directory is created): the kernel
+    releases it when the process dies, so a killed run never blocks its own resume. Taking it
+    again in the same process (the runner, then its trainer's run log) shares the hold.
+
+    Args:
+      directory: the run's directory.
+      caller: named in the error.
+
+    Returns:
+      A :class:`RunLock`; keep it as long as the run writes.
+
+    Raises:
+      RunInUseError: another live process holds the lock; the message names it (pid, host,
+        start time, command).
+
+    Example:
+      ```python
+      import tempfile
+      from hodiff.pinn.runlog import lock_run
+
+      directory = tempfile.mkdtemp()
+      lock = lock_run(directory)
+      again = lock_run(directory)  # the same process: shared
+      lock.release()
+      again.release()
+      ```
+    """
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.realpath(os.path.join(directory, LOCK))
+    if path in _held:
+        return RunLock(_held[path])
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        os.close(fd)
+        if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        raise RunInUseError(
+            f"{caller}: {directory} is being written by another run: {_holder(path)}. Two writers would mix "
+            "their checkpoints and results; wait for that run to finish (or stop it), or choose another "
+            "directory (--output). --overwrite does not replace a live run."
+        ) from None
+    info = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": sys.argv,
+    }
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps(info).encode())  # information only: the lock is the flock, not the content
+    _held[path] = _HeldLock(fd, path)
+    return RunLock(_held[path])
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
@@ -195,6 +321,10 @@ class RunLog:
       max_to_keep: checkpoints kept (at least 2, so a corrupt latest one has a predecessor).
       tensorboard: also write each history row as TensorBoard scalars.
 
+    Raises:
+      RunInUseError: another live process writes ``directory`` (see :func:`lock_run`); the run
+        log holds the lock from its creation until it is closed or garbage-collected.
+
     Attributes:
       history: the rows logged so far (restored from the checkpoint on resume).
       run_info: a dict saved to ``run_info.json`` by :meth:`save_run_info` and with every
@@ -223,6 +353,7 @@ class RunLog:
                 f"got {max_to_keep!r}."
             )
         self.directory = os.fspath(directory)
+        self.lock = lock_run(self.directory)  # before anything is read, removed or written
         self.settings = _jsonable(settings or {})
         self.history: list[dict[str, Any]] = []
         self.run_info: dict[str, Any] = {}
@@ -391,3 +522,7 @@ class RunLog:
     @property
     def latest_checkpoint(self) -> str | None:
         return self._manager.latest_checkpoint
+
+    def close(self) -> None:
+        """Releases the run's lock (the run log can still be read)."""
+        self.lock.release()
