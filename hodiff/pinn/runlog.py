@@ -413,7 +413,10 @@ class RunLog:
             )
             self._remove_run()
             return
-        index = tf.train.get_checkpoint_state(self._checkpoints)
+        try:
+            index = tf.train.get_checkpoint_state(self._checkpoints)
+        except (ValueError, UnicodeDecodeError, tf.errors.OpError):  # an empty or binary index: rebuilt below
+            index = None
         if index is None or os.path.basename(index.model_checkpoint_path) != os.path.basename(candidates[0][1]):
             logger.warning(
                 "resume: the checkpoint index in %s is missing, unreadable or stale; recovering from the "
