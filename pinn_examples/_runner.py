@@ -285,6 +285,8 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     if args.multi_worker and args.replicas != 1:
         parser.error("--multi-worker runs one replica per worker (all its GPUs on a GPU machine); leave out --replicas")
     args.output = args.output or os.path.join("results", example.name)
+    # who writes the run: stored with every checkpoint (through the run's lock), checked by --resume and --evaluate
+    args.provenance = {"example": example.name, "replicas": args.replicas, "multi_worker": args.multi_worker}
     return args, settings
 
 
@@ -377,7 +379,7 @@ def check_output(
     from hodiff.pinn.runlog import RunInUseError, lock_run
 
     try:  # held for the run (as long as args lives): one writer per --output, before anything is removed
-        args.run_lock = lock_run(output, "--output")
+        args.run_lock = lock_run(output, "--output", getattr(args, "provenance", None))
     except RunInUseError as error:
         raise SystemExit(str(error)) from None
     held = [name for name in run_files if os.path.lexists(os.path.join(output, name))]
@@ -534,7 +536,19 @@ def _restore(example: Example, prefixes: list[str]) -> tuple[Any, Any, Settings,
     names = {field.name for field in dataclasses.fields(settings_type)}
     for prefix in prefixes:
         try:
-            stored = read_checkpoint_state(prefix).get("settings", {})
+            state = read_checkpoint_state(prefix)
+        except Exception as error:  # noqa: BLE001 - an unreadable checkpoint: try the previous one
+            failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
+            logging.getLogger(__name__).warning("--evaluate: checkpoint %s is unreadable (%s)", prefix, error)
+            continue
+        writer = state.get("provenance", {}).get("example", example.name)  # runs before provenance: unchecked
+        if writer != example.name:
+            raise SystemExit(
+                f"--evaluate: the run in {os.path.dirname(os.path.dirname(prefix))} was written by the example "
+                f"{writer!r}, not {example.name!r}; evaluate it with python -m pinn_examples {writer} --evaluate ..."
+            )
+        try:
+            stored = state.get("settings", {})
             settings = settings_type(**{key: value for key, value in stored.items() if key in names})
             problem, model = example.build(settings)
             tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
@@ -551,8 +565,10 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
 
     Builds the example with the settings stored in its newest checkpoint, restores the trained
     weights (no training, no file of the run is changed) and writes ``<output>/evaluation.npz``
-    atomically: ``points`` and one ``(N,)`` array per field. Points outside the domain stop with an
-    error, or get NaN with a warning under ``--outside nan``.
+    atomically: ``points``, one ``(N,)`` array per field, and which ``checkpoint`` (its name) and
+    ``step`` were used, with a warning when it is not the newest (that one was unreadable). A run
+    written by another example is refused. Points outside the domain stop with an error, or get
+    NaN with a warning under ``--outside nan``.
     """
     import tensorflow as tf
 
@@ -562,6 +578,14 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     prefixes = _trained_checkpoints(args.output)
     points = _load_points(args.evaluate)
     problem, model, _, prefix = _restore(example, prefixes)
+    step = int(prefix.rsplit("-", 1)[1])  # checkpoints are numbered by the run's step (Adam steps + L-BFGS iterations)
+    if prefix != prefixes[0]:
+        logging.getLogger(__name__).warning(
+            "--evaluate: the newest checkpoint %s is unreadable; evaluated the older %s (step %d) instead.",
+            os.path.basename(prefixes[0]),
+            os.path.basename(prefix),
+            step,
+        )
     coords = tuple(problem.domain.coords)
     if points.shape[1] != len(coords):
         raise SystemExit(
@@ -590,7 +614,7 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     fields = {name: values[:, i] for i, name in enumerate(problem.fields)}
     path = os.path.join(args.output, "evaluation.npz")
     with atomic_write(path) as temporary, open(temporary, "wb") as file:
-        np.savez(file, points=points, **fields)
+        np.savez(file, points=points, **fields, checkpoint=os.path.basename(prefix), step=step)
     print(
         f"{example.name}: evaluated {', '.join(problem.fields)} of the run in {args.output} "
         f"({os.path.basename(prefix)}) at {len(points)} points; wrote {path}"
@@ -632,8 +656,8 @@ def run(example: Example, argv: list[str] | None = None) -> int:
             not args.no_progress,
             strategy,
         )
-    except (FileExistsError, FileNotFoundError, ValueError) as error:  # e.g. --resume with other settings
-        raise SystemExit(f"{example.name}: {error}") from None
+    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:  # other settings, no readable
+        raise SystemExit(f"{example.name}: {error}") from None  # checkpoint (RuntimeError), another writer
     print(f"{example.name}: {dataclasses.asdict(settings)}")
     if "initial_relative_l2_error" not in trainer.run_info:  # stored once, so that a resumed run reports it too
         untrained = trainer.run_log is None or trainer.run_log.restored is None

@@ -1,8 +1,11 @@
 """Runs that cannot be fooled (issue 20): safe loading, one writer per run, provenance, crash-safe
 Keras backups, readable errors. Each test here failed on the code before its fix."""
 
+import dataclasses
 import json
+import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -152,3 +155,92 @@ def test_a_killed_writer_does_not_block_its_resume(live_run):
     assert log.restored.endswith("ckpt-10") and [row["step"] for row in log.history] == [10]
     assert json.loads((output / ".lock").read_text())["pid"] == os.getpid(), "the lock names its new holder"
     log.close()
+
+
+# ----------------------------------------------------------------------------- 4, 5: provenance, replica count
+@pytest.fixture(scope="module")
+def other_run(tmp_path_factory):
+    """A tiny run written by another example ("burgers": heat's problem under another name, so that only
+    the provenance tells them apart); checkpoints 10 and 20."""
+    output = tmp_path_factory.mktemp("runs") / "burgers"
+    assert run_example(dataclasses.replace(heat.EXAMPLE, name="burgers"), [*FAST, "--output", str(output)]) == 0
+    assert sorted(name for name in os.listdir(output / "checkpoints") if name.endswith(".index")) == [
+        "ckpt-10.index",
+        "ckpt-20.index",
+    ]
+    return output
+
+
+def test_evaluate_and_resume_refuse_a_run_written_by_another_example(other_run, tmp_path):
+    output = tmp_path / "run"
+    shutil.copytree(other_run, output)
+    np.save(tmp_path / "p.npy", np.array([[0.5, 0.5]]))
+    with pytest.raises(SystemExit, match="written by the example 'burgers', not 'heat'; .*pinn_examples burgers"):
+        run_example(heat.EXAMPLE, ["--evaluate", str(tmp_path / "p.npy"), "--output", str(output)])
+    assert not (output / "evaluation.npz").exists()
+    with pytest.raises(SystemExit, match="heat: resume: .*example: 'burgers' in the run, 'heat' now"):
+        run_example(heat.EXAMPLE, [*FAST, "--resume", "--output", str(output)])
+
+
+def test_evaluation_records_its_checkpoint_and_warns_when_it_is_not_the_newest(other_run, tmp_path, caplog):
+    burgers = dataclasses.replace(heat.EXAMPLE, name="burgers")
+    output = tmp_path / "run"
+    shutil.copytree(other_run, output)
+    np.save(tmp_path / "p.npy", np.array([[0.5, 0.5], [0.25, 0.75]]))
+    argv = ["--evaluate", str(tmp_path / "p.npy"), "--output", str(output)]
+    assert run_example(burgers, argv) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert str(evaluation["checkpoint"]) == "ckpt-20" and int(evaluation["step"]) == 20
+        newest = evaluation["u"].copy()
+    assert "not the newest" not in caplog.text and "older" not in caplog.text
+    (output / "checkpoints" / "ckpt-20.data-00000-of-00001").write_bytes(b"")  # the newest is damaged
+    with caplog.at_level(logging.WARNING):
+        assert run_example(burgers, argv) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert str(evaluation["checkpoint"]) == "ckpt-10" and int(evaluation["step"]) == 10
+        assert not np.allclose(evaluation["u"], newest), "the older weights were used"
+    assert "the newest checkpoint ckpt-20 is unreadable; evaluated the older ckpt-10 (step 10)" in caplog.text
+
+
+def test_resuming_with_another_replica_count_is_refused_with_the_fix(other_run, tmp_path):
+    output = tmp_path / "run"
+    shutil.copytree(other_run, output)
+    log = lambda **provenance: RunLog(  # noqa: E731
+        str(output),
+        {},
+        settings=read_checkpoint_state(str(output / "checkpoints" / "ckpt-20"))["settings"],
+        resume=True,
+        provenance={"example": "burgers", "multi_worker": False, **provenance},
+    )
+    with pytest.raises(ValueError, match=r"replicas: 1 in the run, 2 now\. Resume it as it was written \(.*replicas=1"):
+        log(replicas=2)
+    assert log(replicas=1).restored.endswith("ckpt-20")
+    # the command line: --replicas 2 (logical CPU devices: a fresh process) on the one-replica run
+    command = [sys.executable, "-m", "pinn_examples", "heat", *FAST, "--replicas", "2", "--resume", "--output"]
+    shutil.rmtree(output)
+    shutil.copytree(other_run, output)
+    state = read_checkpoint_state(str(output / "checkpoints" / "ckpt-20"))
+    assert state["provenance"] == {"example": "burgers", "replicas": 1, "multi_worker": False}
+    process = subprocess.run(
+        [*command, str(output)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    assert process.returncode == 1 and "replicas: 1 in the run, 2 now" in process.stderr, process.stderr[-2000:]
+
+
+# ----------------------------------------------------------------------------- 11: messages, not tracebacks
+def test_resume_with_every_checkpoint_corrupt_stops_with_a_message(other_run, tmp_path):
+    output = tmp_path / "run"
+    shutil.copytree(other_run, output)
+    for name in os.listdir(output / "checkpoints"):
+        if name.startswith("ckpt-"):
+            (output / "checkpoints" / name).write_bytes(b"")
+    burgers = dataclasses.replace(heat.EXAMPLE, name="burgers")
+    with pytest.raises(
+        SystemExit, match="burgers: resume: no checkpoint in .* could be read: ckpt-20.*ckpt-10.*--overwrite"
+    ):
+        run_example(burgers, [*FAST, "--resume", "--output", str(output)])

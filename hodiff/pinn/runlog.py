@@ -122,6 +122,7 @@ class _HeldLock:
 
     def __init__(self, fd: int, path: str):
         self.fd, self.path, self.users = fd, path, 0
+        self.provenance: dict[str, Any] = {}
 
 
 _held: dict[str, _HeldLock] = {}  # real path of the lock file -> this process's lock on it
@@ -139,6 +140,11 @@ class RunLock:
     @property
     def path(self) -> str:
         return self._held.path if self._held is not None else ""
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """What the process said about the run's writer when it took the lock (see :func:`lock_run`)."""
+        return dict(self._held.provenance) if self._held is not None else {}
 
     @staticmethod
     def _drop(held: _HeldLock) -> None:
@@ -166,7 +172,7 @@ def _holder(path: str) -> str:
         return "a process that has not recorded itself yet"
 
 
-def lock_run(directory: str | os.PathLike, caller: str = "RunLog") -> RunLock:
+def lock_run(directory: str | os.PathLike, caller: str = "RunLog", provenance: dict[str, Any] | None = None) -> RunLock:
     """Takes the exclusive lock on the run in ``directory`` for this process, for the life of the result.
 
     The lock is an ``fcntl.flock`` on ``directory/.lock`` (the directory is created): the kernel
@@ -176,6 +182,9 @@ def lock_run(directory: str | os.PathLike, caller: str = "RunLog") -> RunLock:
     Args:
       directory: the run's directory.
       caller: named in the error.
+      provenance: who writes the run (e.g. ``{"example": "heat", "replicas": 1}``), JSON-serialisable:
+        a :class:`RunLog` of this directory in this process that is given no ``provenance`` of its
+        own stores this with every checkpoint and checks it on resume.
 
     Returns:
       A :class:`RunLock`; keep it as long as the run writes.
@@ -200,6 +209,8 @@ def lock_run(directory: str | os.PathLike, caller: str = "RunLog") -> RunLock:
     os.makedirs(directory, exist_ok=True)
     path = os.path.realpath(os.path.join(directory, LOCK))
     if path in _held:
+        if provenance is not None:
+            _held[path].provenance = _jsonable(provenance)
         return RunLock(_held[path])
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -222,6 +233,7 @@ def lock_run(directory: str | os.PathLike, caller: str = "RunLog") -> RunLock:
     os.ftruncate(fd, 0)
     os.write(fd, json.dumps(info).encode())  # information only: the lock is the flock, not the content
     _held[path] = _HeldLock(fd, path)
+    _held[path].provenance = _jsonable(provenance or {})
     return RunLock(_held[path])
 
 
@@ -320,6 +332,10 @@ class RunLog:
         holds a run raises ``FileExistsError``.
       max_to_keep: checkpoints kept (at least 2, so a corrupt latest one has a predecessor).
       tensorboard: also write each history row as TensorBoard scalars.
+      provenance: who writes the run (``{"example": ..., "replicas": ...}``), JSON-serialisable;
+        stored with every checkpoint, and resuming a run whose stored provenance differs in a key
+        that both have raises ``ValueError`` listing them. Default: what the process gave
+        :func:`lock_run` for this directory (the example runner does), else ``{}``.
 
     Raises:
       RunInUseError: another live process writes ``directory`` (see :func:`lock_run`); the run
@@ -342,6 +358,7 @@ class RunLog:
         overwrite: bool = False,
         max_to_keep: int = 2,
         tensorboard: bool = False,
+        provenance: dict[str, Any] | None = None,
     ):
         if resume and overwrite:
             raise ValueError(
@@ -354,6 +371,7 @@ class RunLog:
             )
         self.directory = os.fspath(directory)
         self.lock = lock_run(self.directory)  # before anything is read, removed or written
+        self.provenance = _jsonable(provenance) if provenance is not None else self.lock.provenance
         self.settings = _jsonable(settings or {})
         self.history: list[dict[str, Any]] = []
         self.run_info: dict[str, Any] = {}
@@ -437,6 +455,7 @@ class RunLog:
                     error,
                 )
                 continue
+            self._check_provenance(state.get("provenance", {}))
             self._check_settings(state.get("settings", {}))
             try:
                 self.checkpoint.restore(prefix).assert_existing_objects_matched()
@@ -453,6 +472,7 @@ class RunLog:
             self.history = state.pop("history")
             self.run_info = state.pop("run_info")
             state.pop("settings", None)
+            state.pop("provenance", None)
             self.state = state
             # Older, readable checkpoints stay listed; the corrupt newer ones are left out and get overwritten.
             kept = [os.path.basename(p) for _, p in candidates[position:]][::-1]
@@ -479,6 +499,21 @@ class RunLog:
             f"resume: no checkpoint in {self._checkpoints} could be read: {'; '.join(failures)}. "
             "Remove the directory or pass overwrite=True (--overwrite) to start again."
         )
+
+    def _check_provenance(self, stored: dict[str, Any]) -> None:
+        differing = [
+            f"{key}: {stored[key]!r} in the run, {self.provenance[key]!r} now"
+            for key in sorted(set(stored) & set(self.provenance))
+            if stored[key] != self.provenance[key]
+        ]
+        if differing:
+            flags = ", ".join(f"{key}={stored[key]!r}" for key in sorted(set(stored) & set(self.provenance)))
+            raise ValueError(
+                f"resume: the run in {self.directory} was written by another writer: "
+                + "; ".join(differing)
+                + f". Resume it as it was written ({flags}; the replica count is a setting of the run), or start "
+                "a new run (overwrite=True, --overwrite, or another directory)."
+            )
 
     def _check_settings(self, stored: dict[str, Any]) -> None:
         differing = [
@@ -510,6 +545,7 @@ class RunLog:
         payload = {
             **_jsonable(state),
             "settings": self.settings,
+            "provenance": self.provenance,
             "history": self.history,
             "run_info": _jsonable(self.run_info),
         }
