@@ -95,6 +95,8 @@ class Example:
       error_fields: the fields in ``relative_l2_error`` (default: every field of the reference);
         over several fields it is ``sqrt(sum_f ||pred_f - ref_f||^2 / sum_f ||ref_f||^2)``.
         metrics.json also has ``relative_l2_error_<field>`` for every field of the reference.
+      unsupported_flags: shared flags that the example's own ``run`` does not honour (of
+        :data:`DISTRIBUTION_FLAGS`); :func:`parse_args` refuses them rather than ignore them.
     """
 
     name: str
@@ -106,6 +108,13 @@ class Example:
     target_metric: str = "relative_l2_error"
     extra_metrics: Callable[[Any], dict] | None = None
     error_fields: tuple[str, ...] | None = None
+    unsupported_flags: tuple[str, ...] = ()
+
+
+DISTRIBUTION_FLAGS = (
+    "--replicas",
+    "--multi-worker",
+)  # the shared flags an example may refuse (Example.unsupported_flags)
 
 
 def reference_fields(example: Example, values: Any, fields: tuple[str, ...], shape: tuple[int, ...]) -> dict:
@@ -281,6 +290,16 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
             parser.error(
                 f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
                 f"--steps-per-call={settings.steps_per_call}"
+            )
+    unknown = [flag for flag in example.unsupported_flags if flag not in DISTRIBUTION_FLAGS]
+    if unknown:
+        raise ValueError(f"{example.name}: unsupported_flags {unknown} are not of {DISTRIBUTION_FLAGS}.")
+    given = {"--replicas": args.replicas != 1, "--multi-worker": args.multi_worker}
+    for flag in example.unsupported_flags:
+        if given[flag]:
+            parser.error(
+                f"{flag}: {example.name} trains on one device and does not support {flag} (it would be ignored); "
+                f"leave it out"
             )
     if args.multi_worker and args.replicas != 1:
         parser.error("--multi-worker runs one replica per worker (all its GPUs on a GPU machine); leave out --replicas")

@@ -244,3 +244,30 @@ def test_resume_with_every_checkpoint_corrupt_stops_with_a_message(other_run, tm
         SystemExit, match="burgers: resume: no checkpoint in .* could be read: ckpt-20.*ckpt-10.*--overwrite"
     ):
         run_example(burgers, [*FAST, "--resume", "--output", str(output)])
+
+
+# ----------------------------------------------------------------------------- 8: every shared flag honoured or refused
+@pytest.mark.parametrize("flags", [["--replicas", "2"], ["--multi-worker"]])
+def test_highdim_refuses_the_distribution_flags_it_does_not_honour(flags, tmp_path, capsys, monkeypatch):
+    from pinn_examples import highdim
+
+    monkeypatch.setenv(
+        "TF_CONFIG", json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})
+    )
+    monkeypatch.setattr(pinn.Trainer, "__init__", lambda *a, **k: pytest.fail("highdim trained, ignoring the flag"))
+    with pytest.raises(SystemExit) as info:
+        highdim.run(["--preset", "fast", *flags, "--output", str(tmp_path / "run")])
+    assert info.value.code == 2 and f"{flags[0]}: highdim trains on one device" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+    for example in examples_on_the_shared_runner():
+        assert set(example.unsupported_flags) <= {"--replicas", "--multi-worker"}
+
+
+def examples_on_the_shared_runner():
+    """Every registered example built on _runner.Example."""
+    import importlib
+
+    from pinn_examples.__main__ import EXAMPLES
+
+    modules = [importlib.import_module(module) for module, _ in EXAMPLES.values()]
+    return [module.EXAMPLE for module in modules if hasattr(module, "EXAMPLE")]
