@@ -271,3 +271,19 @@ def examples_on_the_shared_runner():
 
     modules = [importlib.import_module(module) for module, _ in EXAMPLES.values()]
     return [module.EXAMPLE for module in modules if hasattr(module, "EXAMPLE")]
+
+
+# ----------------------------------------------------------------------------- 10: batch_jacobian of an empty batch
+@pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
+def test_batch_jacobian_of_an_empty_batch_of_unknown_size(mode):
+    from hodiff import batch_jacobian
+
+    jacobian = batch_jacobian(lambda x: tf.stack([x[:, 0] * x[:, 1], tf.sin(x[:, 0])], axis=1))
+    if mode != "eager":  # the batch size is unknown when the function is traced
+        signature = [tf.TensorSpec((None, 2), tf.float64)]
+        jacobian = tf.function(jacobian, input_signature=signature, jit_compile=mode == "xla")
+    empty = jacobian(tf.zeros((0, 2), tf.float64))
+    assert empty.shape == (0, 2, 2)
+    x = np.array([[1.0, 2.0], [3.0, -1.0]])
+    expected = np.array([[[2.0, 1.0], [np.cos(1.0), 0.0]], [[-1.0, 3.0], [np.cos(3.0), 0.0]]])
+    np.testing.assert_allclose(jacobian(tf.constant(x)).numpy(), expected, rtol=1e-14)
