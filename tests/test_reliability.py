@@ -287,3 +287,59 @@ def test_batch_jacobian_of_an_empty_batch_of_unknown_size(mode):
     x = np.array([[1.0, 2.0], [3.0, -1.0]])
     expected = np.array([[[2.0, 1.0], [np.cos(1.0), 0.0]], [[-1.0, 3.0], [np.cos(3.0), 0.0]]])
     np.testing.assert_allclose(jacobian(tf.constant(x)).numpy(), expected, rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------- 9: reference caches
+def test_a_corrupt_fd_cache_warns_and_is_recomputed_and_a_killed_write_leaves_no_partial_cache(
+    tmp_path, monkeypatch, caplog
+):
+    from pinn_examples import fd_references
+
+    grid = (np.arange(3.0), np.arange(4.0), np.ones((3, 4)))
+    solved = []
+    monkeypatch.setattr(fd_references, "poisson_lshape_fd", lambda n: solved.append(n) or grid)
+    monkeypatch.setenv("HODIFF_CACHE", str(tmp_path))
+    fd_references.cached.cache_clear()
+    path = tmp_path / "fd_lshape_5.npz"
+    path.write_bytes(b"PK\x03\x04 truncated")  # what a kill during a non-atomic np.savez leaves
+    with caplog.at_level(logging.WARNING):
+        x, _, u = fd_references.cached("lshape", 5)
+    assert (
+        solved == [5]
+        and "fd_lshape_5.npz is unreadable" in caplog.text
+        and "computing the reference again" in caplog.text
+    )
+    np.testing.assert_array_equal(u, grid[2])
+    with np.load(path) as saved:
+        np.testing.assert_array_equal(saved["u"], grid[2])
+    fd_references.cached.cache_clear()
+
+    def killed(file, **arrays):
+        file.write(b"PK\x03\x04 partial")
+        raise KeyboardInterrupt
+
+    path.unlink()
+    monkeypatch.setattr(np, "savez", killed)
+    with pytest.raises(KeyboardInterrupt):
+        fd_references.cached("lshape", 5)
+    assert os.listdir(tmp_path) == [], "no partial cache and no temporary file"
+    fd_references.cached.cache_clear()
+
+
+def test_a_corrupt_cavity_cache_warns_and_is_recomputed(tmp_path, monkeypatch, caplog):
+    from pinn_examples import cavity_reference
+
+    cells = 4
+    solution = cavity_reference.solve(cells)
+    calls = []
+    monkeypatch.setattr(cavity_reference, "solve", lambda c: calls.append(c) or solution)
+    path = tmp_path / f"cavity_nu{cavity_reference.NU}_{cells}.npz"
+    path.write_bytes(b"")
+    x = y = np.linspace(0.0, 1.0, 5)
+    with caplog.at_level(logging.WARNING):
+        values = cavity_reference.lid_driven_cavity(x, y, cells=cells, cache=str(tmp_path))
+    assert calls == [cells] and "is unreadable" in caplog.text
+    again = cavity_reference.lid_driven_cavity(x, y, cells=cells, cache=str(tmp_path))
+    assert calls == [cells], "the rewritten cache is read"
+    for name in ("u", "v", "p"):
+        np.testing.assert_array_equal(again[name], values[name])
