@@ -502,7 +502,35 @@ def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
 
 
 def _load_points(path: str) -> np.ndarray:
-    """The POINTS file of ``--evaluate``: a finite 2-D float array, else SystemExit naming the problem."""
+    """The POINTS file of ``--evaluate``: a finite 2-D float array, else SystemExit naming the problem.
+
+    The header's shape is checked against the file's size and the machine's memory before any data is read.
+    """
+    try:
+        with open(path, "rb") as file:
+            version = np.lib.format.read_magic(file)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(file)
+            offset = file.tell()
+        claimed, size = int(np.prod(shape, dtype=object)) * dtype.itemsize, os.path.getsize(path)
+    except FileNotFoundError:
+        raise SystemExit(f"--evaluate {path}: no such file; give an .npy file of (N, d) points.") from None
+    except (OSError, ValueError, EOFError, TypeError) as error:
+        raise SystemExit(
+            f"--evaluate {path}: not a readable .npy array ({error}); write it with numpy.save(path, points)."
+        ) from None
+    if not dtype.hasobject and offset + claimed > size:
+        raise SystemExit(
+            f"--evaluate {path}: the header claims shape {shape} of {dtype} ({claimed:.3g} bytes), but the file holds "
+            f"{size - offset} bytes of data; it is truncated or corrupt. Write it again with numpy.save(path, points)."
+        )
+    needed, memory = 3 * int(np.prod(shape, dtype=object)) * 8, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if needed > memory:  # the points in float64, and the predicted values beside them
+        raise SystemExit(
+            f"--evaluate {path}: {int(np.prod(shape, dtype=object))} points of shape {shape} need about "
+            f"{needed / 2**30:.3g} GiB, more than this machine's {memory / 2**30:.3g} GiB of memory; evaluate them "
+            "in parts (several smaller .npy files)."
+        )
     try:
         points = np.load(path, allow_pickle=False)
     except FileNotFoundError:

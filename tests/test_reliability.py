@@ -343,3 +343,51 @@ def test_a_corrupt_cavity_cache_warns_and_is_recomputed(tmp_path, monkeypatch, c
     assert calls == [cells], "the rewritten cache is read"
     for name in ("u", "v", "p"):
         np.testing.assert_array_equal(again[name], values[name])
+
+
+def test_trainer_predict_gives_empty_for_no_points_and_names_a_wrong_shape():
+    problem = pinn.Problem(LINE * pinn.TimeDomain("t", 0.0, 1.0), needs=("u_t",), residual=lambda d, x, p: d["u_t"])
+    trainer = pinn.Trainer(problem, pinn.mlp(problem.domain, width=4, depth=1), interior=8, progress=False)
+    empty = trainer.predict(np.zeros((0, 2)))
+    assert empty.shape == (0, 1)
+    np.testing.assert_array_equal(
+        trainer.predict([[0.5, 0.5]]), trainer.predict(np.array([[0.5, 0.5], [0.0, 1.0]]))[:1]
+    )
+    for points, shape in ((np.zeros((3, 3)), r"\(3, 3\)"), (np.zeros(2), r"\(2,\).*points\[None, :\]")):
+        with pytest.raises(
+            ValueError, match=rf"Trainer.predict: `points` must have shape \(N, 2\).*\('x', 't'\).*{shape}"
+        ):
+            trainer.predict(points)
+
+
+def test_run_info_json_that_is_not_an_object_falls_back_to_the_checkpoint(tmp_path, caplog):
+    log = RunLog(str(tmp_path), {"x": tf.Variable(1.0, dtype=tf.float64)}, settings={"seed": 0})
+    log.run_info["initial_error"] = 0.5
+    log.save(10)
+    log.close()
+    (tmp_path / "run_info.json").write_text("[1, 2]")
+    with caplog.at_level(logging.WARNING):
+        resumed = RunLog(str(tmp_path), {"x": tf.Variable(1.0, dtype=tf.float64)}, settings={"seed": 0}, resume=True)
+    assert resumed.run_info == {"initial_error": 0.5}
+    assert "run_info.json holds a JSON list, not an object" in caplog.text
+
+
+def npy_header(path, shape, data=b""):
+    with open(path, "wb") as file:
+        np.lib.format.write_array_header_1_0(file, {"descr": "<f8", "fortran_order": False, "shape": shape})
+        file.write(data)
+    return path
+
+
+def test_evaluate_checks_the_npy_header_against_the_file_and_the_memory(other_run, tmp_path, monkeypatch):
+    burgers = dataclasses.replace(heat.EXAMPLE, name="burgers")
+    claimed = npy_header(tmp_path / "huge.npy", (10**11, 2), np.zeros(4).tobytes())
+    with pytest.raises(SystemExit, match=r"header claims shape \(100000000000, 2\) .*1\.6e\+12 bytes.* holds 32"):
+        run_example(burgers, ["--evaluate", str(claimed), "--output", str(other_run)])
+    sparse = npy_header(tmp_path / "sparse.npy", (2**20, 2))
+    with open(sparse, "r+b") as file:
+        file.truncate(file.seek(0, 2) + 2**24)  # a whole (sparse) 16 MiB array
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: 1024 if name == "SC_PHYS_PAGES" else real(name))
+    with pytest.raises(SystemExit, match=r"2097152 points .* need .* more than this machine's .*memory"):
+        run_example(burgers, ["--evaluate", str(sparse), "--output", str(other_run)])

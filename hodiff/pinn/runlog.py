@@ -486,8 +486,11 @@ class RunLog:
             if os.path.exists(info_path):
                 try:
                     with open(info_path) as file:
-                        self.run_info = json.load(file)
-                except ValueError as error:
+                        info = json.load(file)
+                    if not isinstance(info, dict):
+                        raise ValueError(f"{RUN_INFO} holds a JSON {type(info).__name__}, not an object")
+                    self.run_info = info
+                except ValueError as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
                     logger.warning(
                         "resume: %s is unreadable (%s); using the run info stored with the checkpoint.",
                         info_path,
