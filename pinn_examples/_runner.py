@@ -670,7 +670,20 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
 
 
 def run(example: Example, argv: list[str] | None = None) -> int:
-    """Trains, evaluates and writes the results of ``example``; returns the exit status."""
+    """Trains, evaluates and writes the results of ``example``; returns the exit status.
+
+    A full disk stops the run with a message naming the file and the space it needs (the files
+    already written stay whole: resume once there is room).
+    """
+    from hodiff.pinn.runlog import DiskFullError
+
+    try:
+        return _run(example, argv)
+    except DiskFullError as error:
+        raise SystemExit(f"{example.name}: {error.strerror}.") from None
+
+
+def _run(example: Example, argv: list[str] | None) -> int:
     args, settings = parse_args(example, argv)
     if args.evaluate is not None:
         return evaluate(example, args)

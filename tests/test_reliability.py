@@ -2,6 +2,7 @@
 Keras backups, readable errors. Each test here failed on the code before its fix."""
 
 import dataclasses
+import errno
 import json
 import logging
 import os
@@ -391,3 +392,34 @@ def test_evaluate_checks_the_npy_header_against_the_file_and_the_memory(other_ru
     monkeypatch.setattr(os, "sysconf", lambda name: 1024 if name == "SC_PHYS_PAGES" else real(name))
     with pytest.raises(SystemExit, match=r"2097152 points .* need .* more than this machine's .*memory"):
         run_example(burgers, ["--evaluate", str(sparse), "--output", str(other_run)])
+
+
+def no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_names_the_file_and_the_space_the_run_needs(tmp_path, monkeypatch):
+    from hodiff.pinn.runlog import DiskFullError, write_json
+
+    write_json(tmp_path / "metrics.json", {"error": 1.0})
+    with monkeypatch.context() as patch:
+        patch.setattr(json, "dump", no_space)
+        with pytest.raises(
+            DiskFullError,
+            match=r"no space left on the device while writing .*metrics.json \(.* MiB free\); the file needs about",
+        ):
+            write_json(tmp_path / "metrics.json", {"error": 2.0})
+    assert json.loads((tmp_path / "metrics.json").read_text()) == {"error": 1.0}
+    log = RunLog(str(tmp_path / "run"), {"x": tf.Variable(np.zeros(1000))}, settings={"seed": 0})
+    log.save(10)
+    full = tf.errors.ResourceExhaustedError(None, None, "ckpt-20_temp; No space left on device")
+    monkeypatch.setattr(tf.train.CheckpointManager, "save", lambda *a, **k: (_ for _ in ()).throw(full))
+    with pytest.raises(
+        DiskFullError, match=r"writing .*ckpt-20 .*each checkpoint of this run takes about 0.00[0-9]+ MiB.*keeps 2 plus"
+    ):
+        log.save(20)
+    log.close()
+    with pytest.raises(
+        SystemExit, match=r"^heat: no space left on the device while writing .*ckpt-10 .* free.*resume it\.$"
+    ):
+        run_example(heat.EXAMPLE, [*FAST, "--output", str(tmp_path / "heat")])

@@ -54,6 +54,7 @@ from typing import Any
 import tensorflow as tf
 
 __all__ = [
+    "DiskFullError",
     "RunInUseError",
     "RunLog",
     "atomic_write",
@@ -108,9 +109,40 @@ def atomic_write(path: str | os.PathLike) -> Iterator[str]:
         with open(temporary, "rb") as file:
             os.fsync(file.fileno())
         os.replace(temporary, path)
+    except OSError as error:
+        if error.errno != errno.ENOSPC or isinstance(error, DiskFullError):
+            raise
+        previous = os.path.getsize(path) if os.path.exists(path) else None
+        needed = f"about {_size(previous)} (its previous version)" if previous else "room for it"
+        raise DiskFullError(path, f"the file needs {needed}") from error
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+def _size(count: float | None) -> str:
+    return "an unknown size" if count is None else f"{count / 2**20:.3g} MiB"
+
+
+class DiskFullError(OSError):
+    """No space left on the device while writing a run's file; the message names the file, the free
+    space and what the run needs.
+
+    Args:
+      path: the file (or checkpoint) being written.
+      needed: what the run needs there, in words.
+    """
+
+    def __init__(self, path: str, needed: str):
+        try:
+            free: float | None = shutil.disk_usage(os.path.dirname(os.path.abspath(path)) or ".").free
+        except OSError:
+            free = None
+        super().__init__(
+            errno.ENOSPC,
+            f"no space left on the device while writing {path} ({_size(free)} free); {needed}. Free some space "
+            "there or write the run elsewhere (another directory, --output), then resume it",
+        )
 
 
 class RunInUseError(RuntimeError):
@@ -369,7 +401,7 @@ class RunLog:
                 "RunLog: max_to_keep must be an int >= 2 (a corrupt latest checkpoint needs a predecessor), "
                 f"got {max_to_keep!r}."
             )
-        self.directory = os.fspath(directory)
+        self.directory, self.max_to_keep = os.fspath(directory), max_to_keep
         self.lock = lock_run(self.directory)  # before anything is read, removed or written
         self.provenance = _jsonable(provenance) if provenance is not None else self.lock.provenance
         self.settings = _jsonable(settings or {})
@@ -553,9 +585,36 @@ class RunLog:
             "run_info": _jsonable(self.run_info),
         }
         self._state.assign(json.dumps(payload))
-        path = self._manager.save(checkpoint_number=number)
+        try:
+            path = self._manager.save(checkpoint_number=number)
+        except (tf.errors.ResourceExhaustedError, OSError) as error:  # TensorFlow reports a full disk as either
+            if isinstance(error, OSError) and error.errno != errno.ENOSPC:
+                raise
+            each = self._checkpoint_size()
+            raise DiskFullError(
+                os.path.join(self._checkpoints, f"ckpt-{number}"),
+                f"each checkpoint of this run takes about {_size(each)}, and the run keeps {self.max_to_keep} "
+                f"plus the one being written: about {_size(each * (self.max_to_keep + 1))}",
+            ) from error
         self.save_run_info()
         return path
+
+    def _checkpoint_size(self) -> int:
+        """The bytes of the newest checkpoint on disk, else of the checkpointed variables."""
+        found = self._checkpoint_files()
+        if found:
+            prefix = found[0][1]
+            folder, name = os.path.split(prefix)
+            return sum(
+                os.path.getsize(os.path.join(folder, entry))
+                for entry in os.listdir(folder)
+                if entry.startswith(name + ".")
+            )
+        return sum(
+            int(variable.dtype.size) * int(variable.shape.num_elements() or 0)
+            for variable in tf.train.TrackableView(self.checkpoint).descendants()
+            if isinstance(variable, tf.Variable) and variable.dtype != tf.string
+        ) + len(self._state.numpy())
 
     def save_run_info(self) -> None:
         """Writes ``run_info.json`` atomically."""
