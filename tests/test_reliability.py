@@ -423,3 +423,108 @@ def test_a_full_disk_names_the_file_and_the_space_the_run_needs(tmp_path, monkey
         SystemExit, match=r"^heat: no space left on the device while writing .*ckpt-10 .* free.*resume it\.$"
     ):
         run_example(heat.EXAMPLE, [*FAST, "--output", str(tmp_path / "heat")])
+
+
+# ----------------------------------------------------------------------------- 6: a crash-safe backup for fit
+KERAS_PROBLEM = pinn.Problem(
+    LINE,
+    needs=("u_xx",),
+    residual=lambda d, x, p: d["u_xx"] + p["k"],
+    conditions=[pinn.Dirichlet(0.0, count=2), pinn.Data(np.array([[0.25], [0.75]]), np.array([0.1875, 0.1875]))],
+    parameters={"k": 1.0},
+)
+
+
+def keras_model(seed=0):
+    model = pinn.PINNModel(KERAS_PROBLEM, pinn.mlp(LINE, width=8, depth=2, seed=seed), interior=16)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    return model
+
+
+def fit(model, *callbacks):
+    return model.fit(epochs=4, steps_per_epoch=5, callbacks=[pinn.ResamplePoints(every=2), *callbacks], verbose=0)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_fit():
+    model = keras_model()
+    fit(model)
+    return model
+
+
+def fault_points():
+    """("before" | "after", k) for every rename of one epoch's backup, and "torn" (a half-written checkpoint)."""
+    from tensorflow.python.lib.io import file_io
+
+    return [(when, k) for k in range(3) for when in ("before", "after")] + [("torn", 0)], file_io
+
+
+@pytest.mark.parametrize("fault", fault_points()[0], ids=lambda fault: f"{fault[0]}-rename-{fault[1]}")
+def test_backup_callback_resumes_exactly_after_a_kill_at_every_write(fault, uninterrupted_fit, tmp_path, monkeypatch):
+    """Killed while writing the backup of epoch 2 of 4 (at each rename, before or after it, or with the
+    checkpoint's data half written), a fresh model (other initial weights, a new optimizer) rerun with the
+    callback ends with the uninterrupted run's weights, parameters, points and Adam state."""
+    when, k = fault
+    file_io = fault_points()[1]
+    backup = str(tmp_path / "backup")
+    renames = {"count": 0}
+
+    class Arm(keras.callbacks.Callback):  # faults only in the backup written at the end of epoch index 1
+        def on_epoch_end(self, epoch, logs=None):
+            renames["armed"] = epoch == 1
+
+    def faulty(original):
+        def rename(source, target, *args, **kwargs):
+            if renames.get("armed"):
+                renames["count"] += 1
+                if renames["count"] == k + 1 and when == "before":
+                    raise KeyboardInterrupt
+                result = original(source, target, *args, **kwargs)
+                if renames["count"] == k + 1 and when == "after":
+                    raise KeyboardInterrupt
+                return result
+            return original(source, target, *args, **kwargs)
+
+        return rename
+
+    with monkeypatch.context() as patch:
+        if when == "torn":
+            write = tf.train.Checkpoint._write  # what CheckpointManager.save calls
+
+            def torn(self, prefix, *args, **kwargs):
+                path = write(self, prefix, *args, **kwargs)
+                if renames.get("armed"):
+                    data = f"{path}.data-00000-of-00001"
+                    with open(data, "r+b") as file:
+                        file.truncate(os.path.getsize(data) // 2)
+                    raise KeyboardInterrupt
+                return path
+
+            patch.setattr(tf.train.Checkpoint, "_write", torn)
+        else:
+            patch.setattr(os, "replace", faulty(os.replace))
+            patch.setattr(file_io, "rename", faulty(file_io.rename))
+        with pytest.raises(KeyboardInterrupt):
+            fit(keras_model(), Arm(), pinn.BackupCallback(backup))  # Arm runs first: it arms epoch 1's backup
+        if when != "torn":
+            assert renames["count"] == k + 1, "the fault was injected"
+    resumed = keras_model(seed=7)
+    history = fit(resumed, pinn.BackupCallback(backup))
+    assert 2 <= len(history.history["loss"]) <= 3, "resumed at epoch 1 or 2, not from the start"
+    assert int(resumed.optimizer.iterations.numpy()) == 20
+    for a, b in zip(uninterrupted_fit.get_weights(), resumed.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+    for a, b in zip(uninterrupted_fit.optimizer.variables, resumed.optimizer.variables):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-13)
+    assert not os.path.exists(backup), "the backup of a finished fit is removed"
+
+
+def test_backup_callback_keeps_a_finished_backup_on_request(tmp_path):
+    backup = str(tmp_path / "backup")
+    model = keras_model()
+    fit(model, pinn.BackupCallback(backup, delete_on_end=False))
+    assert read_checkpoint_state(str(tmp_path / "backup" / "checkpoints" / "ckpt-4"))["epoch"] == 4
+    again = keras_model(seed=3)
+    assert fit(again, pinn.BackupCallback(backup, delete_on_end=False)).history == {}, "all 4 epochs were done"
+    for a, b in zip(model.get_weights(), again.get_weights()):
+        np.testing.assert_array_equal(a, b)

@@ -1,7 +1,8 @@
 """Physics-informed neural networks on hodiff's derivatives: geometry, conditions, problem,
 networks, trainer, run log and plots (``hodiff.pinn.plotting``, imported on demand)."""
 
-from hodiff.pinn import callbacks, conditions, geometry, names, runlog, saving
+from hodiff.pinn import backup, callbacks, conditions, geometry, names, runlog, saving
+from hodiff.pinn.backup import BackupCallback
 from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
 from hodiff.pinn.deeponet import DeepONet
@@ -32,6 +33,7 @@ from hodiff.pinn.trainer import AdamResult, AdaptiveWeights, Resampling, Trainer
 __all__ = [
     "AdamResult",
     "AdaptiveWeights",
+    "BackupCallback",
     "Ball",
     "Box",
     "Callback",
@@ -70,6 +72,7 @@ __all__ = [
     "Trainer",
     "Triangle",
     "atomic_write",
+    "backup",
     "callbacks",
     "conditions",
     "geometry",

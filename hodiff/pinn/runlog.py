@@ -59,6 +59,7 @@ __all__ = [
     "RunLog",
     "atomic_write",
     "checkpoint_files",
+    "held_files",
     "lock_run",
     "read_checkpoint_state",
     "read_history",
@@ -337,6 +338,17 @@ def checkpoint_files(directory: str | os.PathLike) -> list[tuple[int, str]]:
     return sorted(found, reverse=True)
 
 
+def held_files(directory: str | os.PathLike) -> list[str]:
+    """The files of a run that ``directory`` holds (``checkpoints/`` when not empty, ``history.csv``,
+    ``run_info.json``); empty when it holds no run."""
+    directory = os.fspath(directory)
+    held = [name for name in (HISTORY, RUN_INFO) if os.path.exists(os.path.join(directory, name))]
+    checkpoints = os.path.join(directory, CHECKPOINTS)
+    if os.path.isdir(checkpoints) and os.listdir(checkpoints):
+        held.insert(0, f"{CHECKPOINTS}/")
+    return held
+
+
 def read_checkpoint_state(prefix: str) -> dict[str, Any]:
     """The run state stored with a checkpoint (``settings``, ``history``, ``run_info`` and extras), read only.
 
@@ -440,10 +452,7 @@ class RunLog:
         return checkpoint_files(self.directory)
 
     def _held_files(self) -> list[str]:
-        held = [name for name in (HISTORY, RUN_INFO) if os.path.exists(os.path.join(self.directory, name))]
-        if os.path.isdir(self._checkpoints) and os.listdir(self._checkpoints):
-            held.insert(0, f"{CHECKPOINTS}/")
-        return held
+        return held_files(self.directory)
 
     def _remove_run(self) -> None:
         logger.warning("overwrite: removing the run in %s", self.directory)
