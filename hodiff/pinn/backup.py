@@ -75,12 +75,14 @@ class BackupCallback(keras.callbacks.Callback):
         does), so that the next ``fit`` starts afresh. ``False`` keeps it: a later ``fit`` with
         the same ``epochs`` then trains nothing.
 
-    Raises (at the start of ``fit``):
-      hodiff.pinn.runlog.RunInUseError: another live process writes ``directory``.
+    Raises:
+      hodiff.pinn.runlog.RunInUseError: (when ``fit`` starts) another live process writes ``directory``.
       RuntimeError: the directory holds checkpoints and none can be read.
     """
 
-    def __init__(self, directory: str | os.PathLike, settings: Mapping[str, Any] | None = None, delete_on_end=True):
+    def __init__(
+        self, directory: str | os.PathLike, settings: Mapping[str, Any] | None = None, delete_on_end: bool = True
+    ):
         super().__init__()
         self.directory = os.fspath(directory)
         self.settings = dict(settings or {})
