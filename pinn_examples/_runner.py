@@ -111,10 +111,8 @@ class Example:
     unsupported_flags: tuple[str, ...] = ()
 
 
-DISTRIBUTION_FLAGS = (
-    "--replicas",
-    "--multi-worker",
-)  # the shared flags an example may refuse (Example.unsupported_flags)
+# the shared flags an example may refuse (Example.unsupported_flags)
+DISTRIBUTION_FLAGS = ("--replicas", "--multi-worker")
 
 
 def reference_fields(example: Example, values: Any, fields: tuple[str, ...], shape: tuple[int, ...]) -> dict:
@@ -512,7 +510,8 @@ def _load_points(path: str) -> np.ndarray:
             read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             shape, _, dtype = read(file)
             offset = file.tell()
-        claimed, size = int(np.prod(shape, dtype=object)) * dtype.itemsize, os.path.getsize(path)
+        rows = int(np.prod(shape, dtype=object))  # exact: a Python int, whatever the header claims
+        claimed, size = rows * dtype.itemsize, os.path.getsize(path)
     except FileNotFoundError:
         raise SystemExit(f"--evaluate {path}: no such file; give an .npy file of (N, d) points.") from None
     except (OSError, ValueError, EOFError, TypeError) as error:
@@ -524,10 +523,10 @@ def _load_points(path: str) -> np.ndarray:
             f"--evaluate {path}: the header claims shape {shape} of {dtype} ({claimed:.3g} bytes), but the file holds "
             f"{size - offset} bytes of data; it is truncated or corrupt. Write it again with numpy.save(path, points)."
         )
-    needed, memory = 3 * int(np.prod(shape, dtype=object)) * 8, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    needed, memory = 3 * rows * 8, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     if needed > memory:  # the points in float64, and the predicted values beside them
         raise SystemExit(
-            f"--evaluate {path}: {int(np.prod(shape, dtype=object))} points of shape {shape} need about "
+            f"--evaluate {path}: {rows} numbers of shape {shape} need about "
             f"{needed / 2**30:.3g} GiB, more than this machine's {memory / 2**30:.3g} GiB of memory; evaluate them "
             "in parts (several smaller .npy files)."
         )

@@ -390,7 +390,9 @@ def test_evaluate_checks_the_npy_header_against_the_file_and_the_memory(other_ru
         file.truncate(file.seek(0, 2) + 2**24)  # a whole (sparse) 16 MiB array
     real = os.sysconf
     monkeypatch.setattr(os, "sysconf", lambda name: 1024 if name == "SC_PHYS_PAGES" else real(name))
-    with pytest.raises(SystemExit, match=r"2097152 points .* need .* more than this machine's .*memory"):
+    with pytest.raises(
+        SystemExit, match=r"2097152 numbers of shape \(1048576, 2\) need .* more than this machine.s .*memory"
+    ):
         run_example(burgers, ["--evaluate", str(sparse), "--output", str(other_run)])
 
 
