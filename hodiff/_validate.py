@@ -168,6 +168,25 @@ def check_field_points(x: tf.Tensor, caller: str) -> int:
     return int(x.shape[1])
 
 
+def check_point_array(points: Any, coords: Sequence[str], caller: str) -> np.ndarray:
+    """``points`` as a real ``(N, d)`` numpy array, ``d = len(coords)``; ``N = 0`` (no points) is allowed.
+
+    Raises:
+      ValueError: not 2-D, another width, or not real numbers; the message names the columns.
+    """
+    array = np.asarray(points)
+    width = len(coords)
+    if array.ndim != 2 or array.shape[1] != width:
+        one_point = f" For one point use points[None, :] (shape (1, {width}))." if array.ndim == 1 else ""
+        raise ValueError(
+            f"{caller}: `points` must have shape (N, {width}), one row per point with the columns {tuple(coords)}; "
+            f"got shape {array.shape}.{one_point}"
+        )
+    if not np.issubdtype(array.dtype, np.number) or np.iscomplexobj(array):
+        raise ValueError(f"{caller}: `points` must hold real numbers, got dtype {array.dtype}.")
+    return array
+
+
 def check_per_point_values(
     values: tf.Tensor, num_points_like: tf.Tensor, what: str, caller: str
 ) -> tuple[tf.Tensor, bool]:

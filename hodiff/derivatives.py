@@ -384,12 +384,19 @@ def batch_jacobian(
                 )
             flat_output = tf.reshape(output, (tf.shape(output)[0], -1))
         result_shape = tf.concat([tf.shape(output), tf.shape(x)[1:]], axis=0)
-        if x.shape[0] == 0:  # tape.batch_jacobian divides by the batch size
-            result = tf.zeros(result_shape, output.dtype)
-        else:
+
+        def nonempty():
             result = tape.batch_jacobian(flat_output, x, unconnected_gradients=mode)
             _validate.raise_if_unconnected([result], ["x"], caller)
-            result = tf.reshape(result, result_shape)
+            return tf.reshape(result, result_shape)
+
+        empty = lambda: tf.zeros(result_shape, output.dtype)  # noqa: E731
+        if x.shape[0] == 0:  # tape.batch_jacobian divides by the batch size
+            result = empty()
+        elif x.shape[0] is None:  # known when the function runs only: an empty batch must not reach the division
+            result = tf.cond(tf.shape(x)[0] > 0, nonempty, empty)
+        else:
+            result = nonempty()
         return (result, aux) if has_aux else result
 
     return batch_jacobian_f

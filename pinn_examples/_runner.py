@@ -95,6 +95,8 @@ class Example:
       error_fields: the fields in ``relative_l2_error`` (default: every field of the reference);
         over several fields it is ``sqrt(sum_f ||pred_f - ref_f||^2 / sum_f ||ref_f||^2)``.
         metrics.json also has ``relative_l2_error_<field>`` for every field of the reference.
+      unsupported_flags: shared flags that the example's own ``run`` does not honour (of
+        :data:`DISTRIBUTION_FLAGS`); :func:`parse_args` refuses them rather than ignore them.
     """
 
     name: str
@@ -106,6 +108,11 @@ class Example:
     target_metric: str = "relative_l2_error"
     extra_metrics: Callable[[Any], dict] | None = None
     error_fields: tuple[str, ...] | None = None
+    unsupported_flags: tuple[str, ...] = ()
+
+
+# the shared flags an example may refuse (Example.unsupported_flags)
+DISTRIBUTION_FLAGS = ("--replicas", "--multi-worker")
 
 
 def reference_fields(example: Example, values: Any, fields: tuple[str, ...], shape: tuple[int, ...]) -> dict:
@@ -274,9 +281,21 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
                 f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
                 f"--steps-per-call={settings.steps_per_call}"
             )
+    unknown = [flag for flag in example.unsupported_flags if flag not in DISTRIBUTION_FLAGS]
+    if unknown:
+        raise ValueError(f"{example.name}: unsupported_flags {unknown} are not of {DISTRIBUTION_FLAGS}.")
+    given = {"--replicas": args.replicas != 1, "--multi-worker": args.multi_worker}
+    for flag in example.unsupported_flags:
+        if given[flag]:
+            parser.error(
+                f"{flag}: {example.name} trains on one device and does not support {flag} (it would be ignored); "
+                f"leave it out"
+            )
     if args.multi_worker and args.replicas != 1:
         parser.error("--multi-worker runs one replica per worker (all its GPUs on a GPU machine); leave out --replicas")
     args.output = args.output or os.path.join("results", example.name)
+    # who writes the run: stored with every checkpoint (through the run's lock), checked by --resume and --evaluate
+    args.provenance = {"example": example.name, "replicas": args.replicas, "multi_worker": args.multi_worker}
     return args, settings
 
 
@@ -351,8 +370,10 @@ def _check_memory(settings: Settings, dimension: int) -> None:
 def check_output(
     args: argparse.Namespace, run_files: tuple[str, ...] = RUN_FILES, replaced: tuple[str, ...] = RESULT_FILES
 ) -> None:
-    """Before any work: --output is writable, and holds a run (any of ``run_files``) only with
-    --resume or --overwrite; --overwrite removes ``replaced`` (files or directories)."""
+    """Before any work: --output is writable, no other live process writes it (this process takes its
+    lock, :func:`hodiff.pinn.runlog.lock_run`, kept in ``args.run_lock`` for the run), and it holds a run
+    (any of ``run_files``) only with --resume or --overwrite; --overwrite removes ``replaced`` (files or
+    directories)."""
     output = args.output
     if args.resume and not os.path.isdir(os.path.join(output, "checkpoints")):
         raise SystemExit(f"--resume: no checkpoints in {output}/checkpoints; run without --resume first.")
@@ -364,6 +385,12 @@ def check_output(
         raise SystemExit(
             f"--output {output}: cannot write there ({error.strerror or error}); choose another --output."
         ) from None
+    from hodiff.pinn.runlog import RunInUseError, lock_run
+
+    try:  # held for the run (as long as args lives): one writer per --output, before anything is removed
+        args.run_lock = lock_run(output, "--output", getattr(args, "provenance", None))
+    except RunInUseError as error:
+        raise SystemExit(str(error)) from None
     held = [name for name in run_files if os.path.lexists(os.path.join(output, name))]
     if held and not (args.resume or args.overwrite):
         raise SystemExit(
@@ -456,7 +483,36 @@ def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
 
 
 def _load_points(path: str) -> np.ndarray:
-    """The POINTS file of ``--evaluate``: a finite 2-D float array, else SystemExit naming the problem."""
+    """The POINTS file of ``--evaluate``: a finite 2-D float array, else SystemExit naming the problem.
+
+    The header's shape is checked against the file's size and the machine's memory before any data is read.
+    """
+    try:
+        with open(path, "rb") as file:
+            version = np.lib.format.read_magic(file)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(file)
+            offset = file.tell()
+        rows = int(np.prod(shape, dtype=object))  # exact: a Python int, whatever the header claims
+        claimed, size = rows * dtype.itemsize, os.path.getsize(path)
+    except FileNotFoundError:
+        raise SystemExit(f"--evaluate {path}: no such file; give an .npy file of (N, d) points.") from None
+    except (OSError, ValueError, EOFError, TypeError) as error:
+        raise SystemExit(
+            f"--evaluate {path}: not a readable .npy array ({error}); write it with numpy.save(path, points)."
+        ) from None
+    if not dtype.hasobject and offset + claimed > size:
+        raise SystemExit(
+            f"--evaluate {path}: the header claims shape {shape} of {dtype} ({claimed:.3g} bytes), but the file holds "
+            f"{size - offset} bytes of data; it is truncated or corrupt. Write it again with numpy.save(path, points)."
+        )
+    needed, memory = 3 * rows * 8, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if needed > memory:  # the points in float64, and the predicted values beside them
+        raise SystemExit(
+            f"--evaluate {path}: {rows} numbers of shape {shape} need about "
+            f"{needed / 2**30:.3g} GiB, more than this machine's {memory / 2**30:.3g} GiB of memory; evaluate them "
+            "in parts (several smaller .npy files)."
+        )
     try:
         points = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -509,7 +565,19 @@ def _restore(example: Example, prefixes: list[str]) -> tuple[Any, Any, Settings,
     names = {field.name for field in dataclasses.fields(settings_type)}
     for prefix in prefixes:
         try:
-            stored = read_checkpoint_state(prefix).get("settings", {})
+            state = read_checkpoint_state(prefix)
+        except Exception as error:  # noqa: BLE001 - an unreadable checkpoint: try the previous one
+            failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
+            logging.getLogger(__name__).warning("--evaluate: checkpoint %s is unreadable (%s)", prefix, error)
+            continue
+        writer = state.get("provenance", {}).get("example", example.name)  # runs before provenance: unchecked
+        if writer != example.name:
+            raise SystemExit(
+                f"--evaluate: the run in {os.path.dirname(os.path.dirname(prefix))} was written by the example "
+                f"{writer!r}, not {example.name!r}; evaluate it with python -m pinn_examples {writer} --evaluate ..."
+            )
+        try:
+            stored = state.get("settings", {})
             settings = settings_type(**{key: value for key, value in stored.items() if key in names})
             problem, model = example.build(settings)
             tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
@@ -526,8 +594,10 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
 
     Builds the example with the settings stored in its newest checkpoint, restores the trained
     weights (no training, no file of the run is changed) and writes ``<output>/evaluation.npz``
-    atomically: ``points`` and one ``(N,)`` array per field. Points outside the domain stop with an
-    error, or get NaN with a warning under ``--outside nan``.
+    atomically: ``points``, one ``(N,)`` array per field, and which ``checkpoint`` (its name) and
+    ``step`` were used, with a warning when it is not the newest (that one was unreadable). A run
+    written by another example is refused. Points outside the domain stop with an error, or get
+    NaN with a warning under ``--outside nan``.
     """
     import tensorflow as tf
 
@@ -537,6 +607,14 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     prefixes = _trained_checkpoints(args.output)
     points = _load_points(args.evaluate)
     problem, model, _, prefix = _restore(example, prefixes)
+    step = int(prefix.rsplit("-", 1)[1])  # checkpoints are numbered by the run's step (Adam steps + L-BFGS iterations)
+    if prefix != prefixes[0]:
+        logging.getLogger(__name__).warning(
+            "--evaluate: the newest checkpoint %s is unreadable; evaluated the older %s (step %d) instead.",
+            os.path.basename(prefixes[0]),
+            os.path.basename(prefix),
+            step,
+        )
     coords = tuple(problem.domain.coords)
     if points.shape[1] != len(coords):
         raise SystemExit(
@@ -565,7 +643,7 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     fields = {name: values[:, i] for i, name in enumerate(problem.fields)}
     path = os.path.join(args.output, "evaluation.npz")
     with atomic_write(path) as temporary, open(temporary, "wb") as file:
-        np.savez(file, points=points, **fields)
+        np.savez(file, points=points, **fields, checkpoint=os.path.basename(prefix), step=step)
     print(
         f"{example.name}: evaluated {', '.join(problem.fields)} of the run in {args.output} "
         f"({os.path.basename(prefix)}) at {len(points)} points; wrote {path}"
@@ -574,7 +652,20 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
 
 
 def run(example: Example, argv: list[str] | None = None) -> int:
-    """Trains, evaluates and writes the results of ``example``; returns the exit status."""
+    """Trains, evaluates and writes the results of ``example``; returns the exit status.
+
+    A full disk stops the run with a message naming the file and the space it needs (the files
+    already written stay whole: resume once there is room).
+    """
+    from hodiff.pinn.runlog import DiskFullError
+
+    try:
+        return _run(example, argv)
+    except DiskFullError as error:
+        raise SystemExit(f"{example.name}: {error.strerror}.") from None
+
+
+def _run(example: Example, argv: list[str] | None) -> int:
     args, settings = parse_args(example, argv)
     if args.evaluate is not None:
         return evaluate(example, args)
@@ -607,8 +698,8 @@ def run(example: Example, argv: list[str] | None = None) -> int:
             not args.no_progress,
             strategy,
         )
-    except (FileExistsError, FileNotFoundError, ValueError) as error:  # e.g. --resume with other settings
-        raise SystemExit(f"{example.name}: {error}") from None
+    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:  # other settings, no readable
+        raise SystemExit(f"{example.name}: {error}") from None  # checkpoint (RuntimeError), another writer
     print(f"{example.name}: {dataclasses.asdict(settings)}")
     if "initial_relative_l2_error" not in trainer.run_info:  # stored once, so that a resumed run reports it too
         untrained = trainer.run_log is None or trainer.run_log.restored is None

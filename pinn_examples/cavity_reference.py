@@ -23,6 +23,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 from scipy.interpolate import RegularGridInterpolator
 
+from pinn_examples.fd_references import read_cache, write_cache
+
 NU = 0.01
 
 
@@ -190,14 +192,9 @@ def lid_driven_cavity(
     ``cache/cavity_<cells>.npz`` (``cache=None``: no cache).
     """
     path = None if cache is None else os.path.join(os.path.expanduser(cache), f"cavity_nu{NU}_{cells}.npz")
-    if path is not None and os.path.exists(path):
-        with np.load(path) as saved:
-            solution = {name: saved[name] for name in ("u", "v", "p")}
-    else:
+    solution = read_cache(path, ("u", "v", "p")) if path is not None and os.path.exists(path) else None
+    if solution is None:  # no cache, or an unreadable one (read_cache warned)
         solution = solve(cells)
         if path is not None:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            temporary = f"{path}.{os.getpid()}.tmp.npz"
-            np.savez(temporary, **solution)
-            os.replace(temporary, path)
+            write_cache(path, **solution)
     return interpolate(solution, np.asarray(x, float), np.asarray(y, float))

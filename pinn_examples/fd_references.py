@@ -14,7 +14,9 @@ Grid values outside the domain are NaN. ``cached`` keeps a solution in memory (a
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import zipfile
 from collections.abc import Callable
 
 import numpy as np
@@ -177,10 +179,34 @@ def cached(name: str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     directory = os.environ.get("HODIFF_CACHE")
     path = os.path.join(directory, f"fd_{name}_{n}.npz") if directory else None
     if path and os.path.exists(path):
-        with np.load(path) as data:
-            return data["x"], data["y"], data["u"]
+        saved = read_cache(path, ("x", "y", "u"))
+        if saved is not None:
+            return saved["x"], saved["y"], saved["u"]
     x, y, u = solver(n)
     if path:
-        os.makedirs(directory, exist_ok=True)
-        np.savez(path, x=x, y=y, u=u)
+        write_cache(path, x=x, y=y, u=u)
     return x, y, u
+
+
+def read_cache(path: str, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+    """The arrays ``names`` of the ``.npz`` cache ``path``; ``None``, with a warning, when it is unreadable
+    (truncated, not an archive, an array missing), so that the caller computes them again."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {name: data[name] for name in names}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        logging.getLogger(__name__).warning(
+            "the reference cache %s is unreadable (%s: %s); computing the reference again.",
+            path,
+            type(error).__name__,
+            error,
+        )
+        return None
+
+
+def write_cache(path: str, **arrays: np.ndarray) -> None:
+    """Writes ``arrays`` to the ``.npz`` cache ``path`` atomically (a kill leaves the old file or none)."""
+    from hodiff.pinn.runlog import atomic_write
+
+    with atomic_write(path) as temporary, open(temporary, "wb") as file:
+        np.savez(file, **arrays)

@@ -433,6 +433,7 @@ EXAMPLE = Example(
         ),
     },
     target={"default": 1e-2},
+    unsupported_flags=("--replicas", "--multi-worker"),  # its own run() trains on one device
 )
 
 

@@ -130,14 +130,18 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, 
     assert "corrupt" not in caplog.text
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbled"])
+@pytest.mark.parametrize("damage", ["missing", "garbled", "empty", "binary"])
 def test_a_lost_checkpoint_index_is_recovered_from_the_files(tmp_path, caplog, damage):
     saved_run(tmp_path)
     index = tmp_path / "checkpoints" / "checkpoint"
     if damage == "missing":
         index.unlink()
-    else:
+    elif damage == "garbled":
         index.write_text("model_checkpoint_path: {{{ garbage")
+    elif damage == "empty":  # issue 20: ValueError from tf.train.get_checkpoint_state used to escape
+        index.write_bytes(b"")
+    else:  # UnicodeDecodeError used to escape
+        index.write_bytes(bytes(range(256)))
     with caplog.at_level(logging.WARNING):
         resumed, variable = log_in(tmp_path, resume=True)
     assert variable.numpy() == 30.0 and len(resumed.history) == 3

@@ -320,7 +320,7 @@ def test_evaluate_gives_the_trained_prediction_and_changes_no_file_of_the_run(un
     after = run_files(output)
     assert after.pop("evaluation.npz") and after == before, "--evaluate changed a file of the run"
     with np.load(output / "evaluation.npz") as evaluation:
-        assert sorted(evaluation.files) == ["points", "u"]
+        assert sorted(evaluation.files) == ["checkpoint", "points", "step", "u"]
         np.testing.assert_array_equal(evaluation["points"], points)
         np.testing.assert_allclose(evaluation["u"], prediction[rows.ravel(), columns.ravel()], rtol=1e-5, atol=1e-6)
 
@@ -450,7 +450,7 @@ def test_a_two_field_example_writes_each_fields_error_prediction_and_evaluation(
     np.save(tmp_path / "p.npy", grid)
     assert run_example(two_field_example(), ["--evaluate", str(tmp_path / "p.npy"), "--output", str(output)]) == 0
     with np.load(output / "evaluation.npz") as evaluation:
-        assert sorted(evaluation.files) == ["points", "u", "v"]
+        assert sorted(evaluation.files) == ["checkpoint", "points", "step", "u", "v"]
         for name in "uv":
             np.testing.assert_allclose(evaluation[name], wanted[name], rtol=1e-5, atol=1e-6)
 

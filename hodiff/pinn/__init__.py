@@ -11,7 +11,8 @@ import warnings as _warnings
 from typing import Any
 
 from hodiff._deprecation import warn_moved
-from hodiff.pinn import callbacks, conditions, geometry, metrics, names, runlog, saving
+from hodiff.pinn import backup, callbacks, conditions, geometry, metrics, names, runlog, saving
+from hodiff.pinn.backup import BackupCallback
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, EarlyStopping, RelativeL2Error, ResidualResampling
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
 from hodiff.pinn.data import TrainingData
@@ -43,6 +44,7 @@ from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
 __all__ = [
     "AdamResult",
     "AdaptiveWeights",
+    "BackupCallback",
     "Ball",
     "Box",
     "Callback",
@@ -82,6 +84,7 @@ __all__ = [
     "TrainingData",
     "UniformResampling",
     "Triangle",
+    "backup",
     "callbacks",
     "conditions",
     "geometry",

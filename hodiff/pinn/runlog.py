@@ -11,6 +11,11 @@ Every file is written atomically: to a temporary file in the same directory, the
 over the old one (``os.replace``), so a kill at any moment leaves the previous complete file.
 :func:`atomic_write` does this for any writer (``np.savez``, ``fig.savefig``, ``open``).
 
+One process writes a run: a :class:`RunLog` holds an OS lock (``fcntl.flock``) on ``.lock`` in
+its directory for as long as it lives (:func:`lock_run`). A second writer, or an overwrite of a
+live run, stops with :class:`RunInUseError` naming the process that holds it; the kernel releases
+the lock when that process dies, so a killed run never blocks its own resume.
+
 Example:
   ```python
   import json, os, tempfile
@@ -29,6 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import datetime
+import errno
+import fcntl
 import io
 import json
 import logging
@@ -36,8 +44,11 @@ import math
 import os
 import re
 import shutil
+import socket
+import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -45,9 +56,13 @@ import tensorflow as tf
 
 __all__ = [
     "RunClock",
+    "DiskFullError",
+    "RunInUseError",
     "RunLog",
     "atomic_write",
     "checkpoint_files",
+    "held_files",
+    "lock_run",
     "read_checkpoint_state",
     "read_history",
     "write_csv",
@@ -57,6 +72,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HISTORY, RUN_INFO, CHECKPOINTS, TENSORBOARD = "history.csv", "run_info.json", "checkpoints", "tensorboard"
+LOCK = ".lock"  # the run's lock file: holds the writer's pid, host, start time and command
 _CHECKPOINT_FILE = re.compile(r"^ckpt-(\d+)\.index$")
 
 
@@ -96,9 +112,164 @@ def atomic_write(path: str | os.PathLike) -> Iterator[str]:
         with open(temporary, "rb") as file:
             os.fsync(file.fileno())
         os.replace(temporary, path)
+    except OSError as error:
+        if error.errno != errno.ENOSPC or isinstance(error, DiskFullError):
+            raise
+        previous = os.path.getsize(path) if os.path.exists(path) else None
+        needed = f"about {_size(previous)} (its previous version)" if previous else "room for it"
+        raise DiskFullError(path, f"the file needs {needed}") from error
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+def _size(count: float | None) -> str:
+    return "an unknown size" if count is None else f"{count / 2**20:.3g} MiB"
+
+
+class DiskFullError(OSError):
+    """No space left on the device while writing a run's file; the message names the file, the free
+    space and what the run needs.
+
+    Args:
+      path: the file (or checkpoint) being written.
+      needed: what the run needs there, in words.
+    """
+
+    def __init__(self, path: str, needed: str):
+        try:
+            free: float | None = shutil.disk_usage(os.path.dirname(os.path.abspath(path)) or ".").free
+        except OSError:
+            free = None
+        super().__init__(
+            errno.ENOSPC,
+            f"no space left on the device while writing {path} ({_size(free)} free); {needed}. Free some space "
+            "there or write the run elsewhere (another directory, --output), then resume it",
+        )
+
+
+class RunInUseError(RuntimeError):
+    """Another live process holds the run's lock: it is writing that run directory."""
+
+
+class _HeldLock:
+    """One open, flock-ed lock file, shared by every :class:`RunLock` of this process on one directory."""
+
+    def __init__(self, fd: int, path: str):
+        self.fd, self.path, self.users = fd, path, 0
+        self.provenance: dict[str, Any] = {}
+
+
+_held: dict[str, _HeldLock] = {}  # real path of the lock file -> this process's lock on it
+
+
+class RunLock:
+    """This process's hold on a run directory's lock; released by :meth:`release`, when the object is
+    garbage-collected, or by the kernel when the process dies. See :func:`lock_run`."""
+
+    def __init__(self, held: _HeldLock):
+        self._held: _HeldLock | None = held
+        held.users += 1
+        self._finalizer = weakref.finalize(self, RunLock._drop, held)
+
+    @property
+    def path(self) -> str:
+        return self._held.path if self._held is not None else ""
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """What the process said about the run's writer when it took the lock (see :func:`lock_run`)."""
+        return dict(self._held.provenance) if self._held is not None else {}
+
+    @staticmethod
+    def _drop(held: _HeldLock) -> None:
+        held.users -= 1
+        if held.users == 0:
+            _held.pop(held.path, None)
+            os.close(held.fd)  # closing the last descriptor releases the flock
+
+    def release(self) -> None:
+        """Gives the lock up (other holders in this process keep it)."""
+        self._finalizer()
+        self._held = None
+
+
+def _holder(path: str) -> str:
+    """Who holds the lock file ``path``, as its writer recorded it."""
+    try:
+        with open(path) as file:
+            info = json.load(file)
+        return (
+            f"process {info['pid']} on {info['host']}, started {info['started']} "
+            f"({' '.join(str(part) for part in info.get('command', []))})"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not recorded itself yet"
+
+
+def lock_run(directory: str | os.PathLike, caller: str = "RunLog", provenance: dict[str, Any] | None = None) -> RunLock:
+    """Takes the exclusive lock on the run in ``directory`` for this process, for the life of the result.
+
+    The lock is an ``fcntl.flock`` on ``directory/.lock`` (the directory is created): the kernel
+    releases it when the process dies, so a killed run never blocks its own resume. Taking it
+    again in the same process (the runner, then its trainer's run log) shares the hold.
+
+    Args:
+      directory: the run's directory.
+      caller: named in the error.
+      provenance: who writes the run (e.g. ``{"example": "heat", "replicas": 1}``), JSON-serialisable:
+        a :class:`RunLog` of this directory in this process that is given no ``provenance`` of its
+        own stores this with every checkpoint and checks it on resume.
+
+    Returns:
+      A :class:`RunLock`; keep it as long as the run writes.
+
+    Raises:
+      RunInUseError: another live process holds the lock; the message names it (pid, host,
+        start time, command).
+
+    Example:
+      ```python
+      import tempfile
+      from hodiff.pinn.runlog import lock_run
+
+      directory = tempfile.mkdtemp()
+      lock = lock_run(directory)
+      again = lock_run(directory)  # the same process: shared
+      lock.release()
+      again.release()
+      ```
+    """
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.realpath(os.path.join(directory, LOCK))
+    if path in _held:
+        if provenance is not None:
+            _held[path].provenance = _jsonable(provenance)
+        return RunLock(_held[path])
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        os.close(fd)
+        if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        raise RunInUseError(
+            f"{caller}: {directory} is being written by another run: {_holder(path)}. Two writers would mix "
+            "their checkpoints and results; wait for that run to finish (or stop it), or choose another "
+            "directory (--output). --overwrite does not replace a live run."
+        ) from None
+    info = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": sys.argv,
+    }
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps(info).encode())  # information only: the lock is the flock, not the content
+    _held[path] = _HeldLock(fd, path)
+    _held[path].provenance = _jsonable(provenance or {})
+    return RunLock(_held[path])
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
@@ -169,6 +340,17 @@ def checkpoint_files(directory: str | os.PathLike) -> list[tuple[int, str]]:
     return sorted(found, reverse=True)
 
 
+def held_files(directory: str | os.PathLike) -> list[str]:
+    """The files of a run that ``directory`` holds (``checkpoints/`` when not empty, ``history.csv``,
+    ``run_info.json``); empty when it holds no run."""
+    directory = os.fspath(directory)
+    held = [name for name in (HISTORY, RUN_INFO) if os.path.exists(os.path.join(directory, name))]
+    checkpoints = os.path.join(directory, CHECKPOINTS)
+    if os.path.isdir(checkpoints) and os.listdir(checkpoints):
+        held.insert(0, f"{CHECKPOINTS}/")
+    return held
+
+
 def read_checkpoint_state(prefix: str) -> dict[str, Any]:
     """The run state stored with a checkpoint (``settings``, ``history``, ``run_info`` and extras), read only.
 
@@ -196,6 +378,14 @@ class RunLog:
         holds a run raises ``FileExistsError``.
       max_to_keep: checkpoints kept (at least 2, so a corrupt latest one has a predecessor).
       tensorboard: also write each history row as TensorBoard scalars.
+      provenance: who writes the run (``{"example": ..., "replicas": ...}``), JSON-serialisable;
+        stored with every checkpoint, and resuming a run whose stored provenance differs in a key
+        that both have raises ``ValueError`` listing them. Default: what the process gave
+        :func:`lock_run` for this directory (the example runner does), else ``{}``.
+
+    Raises:
+      RunInUseError: another live process writes ``directory`` (see :func:`lock_run`); the run
+        log holds the lock from its creation until it is closed or garbage-collected.
 
     Attributes:
       history: the rows logged so far (restored from the checkpoint on resume).
@@ -214,6 +404,7 @@ class RunLog:
         overwrite: bool = False,
         max_to_keep: int = 2,
         tensorboard: bool = False,
+        provenance: dict[str, Any] | None = None,
     ):
         if resume and overwrite:
             raise ValueError(
@@ -224,7 +415,9 @@ class RunLog:
                 "RunLog: max_to_keep must be an int >= 2 (a corrupt latest checkpoint needs a predecessor), "
                 f"got {max_to_keep!r}."
             )
-        self.directory = os.fspath(directory)
+        self.directory, self.max_to_keep = os.fspath(directory), max_to_keep
+        self.lock = lock_run(self.directory)  # before anything is read, removed or written
+        self.provenance = _jsonable(provenance) if provenance is not None else self.lock.provenance
         self.settings = _jsonable(settings or {})
         self.history: list[dict[str, Any]] = []
         self.run_info: dict[str, Any] = {}
@@ -261,10 +454,7 @@ class RunLog:
         return checkpoint_files(self.directory)
 
     def _held_files(self) -> list[str]:
-        held = [name for name in (HISTORY, RUN_INFO) if os.path.exists(os.path.join(self.directory, name))]
-        if os.path.isdir(self._checkpoints) and os.listdir(self._checkpoints):
-            held.insert(0, f"{CHECKPOINTS}/")
-        return held
+        return held_files(self.directory)
 
     def _remove_run(self) -> None:
         logger.warning("overwrite: removing the run in %s", self.directory)
@@ -284,7 +474,10 @@ class RunLog:
             )
             self._remove_run()
             return
-        index = tf.train.get_checkpoint_state(self._checkpoints)
+        try:
+            index = tf.train.get_checkpoint_state(self._checkpoints)
+        except (ValueError, UnicodeDecodeError, tf.errors.OpError):  # an empty or binary index: rebuilt below
+            index = None
         if index is None or os.path.basename(index.model_checkpoint_path) != os.path.basename(candidates[0][1]):
             logger.warning(
                 "resume: the checkpoint index in %s is missing, unreadable or stale; recovering from the "
@@ -305,6 +498,7 @@ class RunLog:
                     error,
                 )
                 continue
+            self._check_provenance(state.get("provenance", {}))
             self._check_settings(state.get("settings", {}))
             try:
                 self.checkpoint.restore(prefix).assert_existing_objects_matched()
@@ -321,6 +515,7 @@ class RunLog:
             self.history = state.pop("history")
             self.run_info = state.pop("run_info")
             state.pop("settings", None)
+            state.pop("provenance", None)
             self.state = state
             # Older, readable checkpoints stay listed; the corrupt newer ones are left out and get overwritten.
             kept = [os.path.basename(p) for _, p in candidates[position:]][::-1]
@@ -334,8 +529,11 @@ class RunLog:
             if os.path.exists(info_path):
                 try:
                     with open(info_path) as file:
-                        self.run_info = json.load(file)
-                except ValueError as error:
+                        info = json.load(file)
+                    if not isinstance(info, dict):
+                        raise ValueError(f"{RUN_INFO} holds a JSON {type(info).__name__}, not an object")
+                    self.run_info = info
+                except ValueError as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
                     logger.warning(
                         "resume: %s is unreadable (%s); using the run info stored with the checkpoint.",
                         info_path,
@@ -347,6 +545,21 @@ class RunLog:
             f"resume: no checkpoint in {self._checkpoints} could be read: {'; '.join(failures)}. "
             "Remove the directory or pass overwrite=True (--overwrite) to start again."
         )
+
+    def _check_provenance(self, stored: dict[str, Any]) -> None:
+        differing = [
+            f"{key}: {stored[key]!r} in the run, {self.provenance[key]!r} now"
+            for key in sorted(set(stored) & set(self.provenance))
+            if stored[key] != self.provenance[key]
+        ]
+        if differing:
+            flags = ", ".join(f"{key}={stored[key]!r}" for key in sorted(set(stored) & set(self.provenance)))
+            raise ValueError(
+                f"resume: the run in {self.directory} was written by another writer: "
+                + "; ".join(differing)
+                + f". Resume it as it was written ({flags}; the replica count is a setting of the run), or start "
+                "a new run (overwrite=True, --overwrite, or another directory)."
+            )
 
     def _check_settings(self, stored: dict[str, Any]) -> None:
         differing = [
@@ -378,13 +591,41 @@ class RunLog:
         payload = {
             **_jsonable(state),
             "settings": self.settings,
+            "provenance": self.provenance,
             "history": self.history,
             "run_info": _jsonable(self.run_info),
         }
         self._state.assign(json.dumps(payload))
-        path = self._manager.save(checkpoint_number=number)
+        try:
+            path = self._manager.save(checkpoint_number=number)
+        except (tf.errors.ResourceExhaustedError, OSError) as error:  # TensorFlow reports a full disk as either
+            if isinstance(error, OSError) and error.errno != errno.ENOSPC:
+                raise
+            each = self._checkpoint_size()
+            raise DiskFullError(
+                os.path.join(self._checkpoints, f"ckpt-{number}"),
+                f"each checkpoint of this run takes about {_size(each)}, and the run keeps {self.max_to_keep} "
+                f"plus the one being written: about {_size(each * (self.max_to_keep + 1))}",
+            ) from error
         self.save_run_info()
         return path
+
+    def _checkpoint_size(self) -> int:
+        """The bytes of the newest checkpoint on disk, else of the checkpointed variables."""
+        found = self._checkpoint_files()
+        if found:
+            prefix = found[0][1]
+            folder, name = os.path.split(prefix)
+            return sum(
+                os.path.getsize(os.path.join(folder, entry))
+                for entry in os.listdir(folder)
+                if entry.startswith(name + ".")
+            )
+        return sum(
+            int(variable.dtype.size) * int(variable.shape.num_elements() or 0)
+            for variable in tf.train.TrackableView(self.checkpoint).descendants()
+            if isinstance(variable, tf.Variable) and variable.dtype != tf.string
+        ) + len(self._state.numpy())
 
     def save_run_info(self) -> None:
         """Writes ``run_info.json`` atomically."""
@@ -393,6 +634,10 @@ class RunLog:
     @property
     def latest_checkpoint(self) -> str | None:
         return self._manager.latest_checkpoint
+
+    def close(self) -> None:
+        """Releases the run's lock (the run log can still be read)."""
+        self.lock.release()
 
 
 class RunClock:

@@ -7,6 +7,12 @@ and name), so it must be a function that can be imported again: defined at modul
 registered with ``keras.saving.register_keras_serializable``. A lambda or a nested function
 cannot be, and is refused at save time.
 
+Loading is safe by default, as Keras 3's ``safe_mode`` is: a file names the function to call, so
+:func:`load_solution` accepts only a function registered with Keras (import its module first, which
+runs the decorator) or a module-level function of hodiff's own packages (``hodiff``,
+``pinn_examples``), and refuses anything else before importing or calling it. For a file you
+trust that names a function of your own module, pass ``safe_mode=False``.
+
 Example:
   ```python
   import os, tempfile
@@ -35,16 +41,55 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import importlib
+import inspect
+import json
 import os
+import re
+import zipfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
 
+from hodiff.pinn.conditions import named_columns
 from hodiff.pinn.runlog import atomic_write
 
 __all__ = ["OutputTransform", "load_solution", "save_solution"]
+
+
+TRUSTED_PACKAGES = ("hodiff", "pinn_examples")  # module-level functions of these may be named by a file
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_trusting = contextvars.ContextVar("hodiff_trusting_solution_files", default=False)  # load_solution(safe_mode=False)
+
+
+def _untrusted_reference(reference: Any, trusted: bool) -> str | None:
+    """Why ``reference`` (a saved transform's config) must not be imported, or ``None``; imports nothing."""
+    if not isinstance(reference, dict):
+        return f"the reference {reference!r} is not a dict"
+    if "registered_name" in reference:
+        name = reference["registered_name"]
+        if not isinstance(name, str) or keras.saving.get_registered_object(name) is None:
+            return (
+                f"it names the registered function {name!r}, which is not registered now; import the module that "
+                "defines it (runs its @keras.saving.register_keras_serializable decorator) before loading"
+            )
+        return None
+    module, name = reference.get("module"), reference.get("name")
+    if not isinstance(module, str) or not isinstance(name, str) or not _MODULE_NAME.match(module):
+        return f"the reference {reference!r} is not a module and a function name"
+    if trusted:
+        return None
+    if module.split(".")[0] not in TRUSTED_PACKAGES or not _FUNCTION_NAME.match(name):
+        return (
+            f"it names {module}.{name}, which is neither registered with Keras nor a module-level function of "
+            f"hodiff's own packages {TRUSTED_PACKAGES}; loading would import that module and call it. Register "
+            "the transform with @keras.saving.register_keras_serializable() and import its module before "
+            "loading, or, for a file you trust, call load_solution(path, safe_mode=False)"
+        )
+    return None
 
 
 def _reference_problem(transform: Callable) -> str | None:
@@ -62,7 +107,7 @@ def _reference_problem(transform: Callable) -> str | None:
     if module == "__main__":
         return "it is defined in __main__, which a later process does not import"
     try:
-        found = _import_function({"module": module, "name": name})
+        found = _resolve(module, name)
     except (ImportError, AttributeError):
         return f"{module}.{name} cannot be imported"
     if found is not transform:
@@ -78,6 +123,14 @@ def _function_reference(function: Callable) -> dict[str, str]:
     return {"module": function.__module__, "name": function.__qualname__}
 
 
+def _resolve(module: str, name: str) -> Any:
+    """``module.name`` (a dotted qualified name), importing ``module``."""
+    found = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
 def _import_function(reference: dict[str, str]) -> Callable:
     """The function a :func:`_function_reference` names (imports its module)."""
     if "registered_name" in reference:
@@ -88,9 +141,15 @@ def _import_function(reference: dict[str, str]) -> Callable:
                 "not registered now; import the module that defines it (runs its decorator) before loading."
             )
         return found
-    found = importlib.import_module(reference["module"])
-    for part in reference["name"].split("."):
-        found = getattr(found, part)
+    reason = _untrusted_reference(reference, _trusting.get())
+    if reason is not None:
+        raise ValueError(f"load_solution: the output transform is refused: {reason}.")
+    found = _resolve(reference["module"], reference["name"])
+    if not _trusting.get() and not (inspect.isfunction(found) and found.__module__ == reference["module"]):
+        raise ValueError(
+            f"load_solution: the output transform is refused: {reference['module']}.{reference['name']} is not a "
+            "function defined in that module."
+        )
     return found
 
 
@@ -110,7 +169,7 @@ class OutputTransform(keras.layers.Layer):
         self.transform, self.coords = transform, tuple(coords)
 
     def call(self, x, outputs):
-        return self.transform({name: x[:, i] for i, name in enumerate(self.coords)}, outputs)
+        return self.transform(named_columns(x, self.coords), outputs)  # the mapping Problem.solution passes
 
     def compute_output_shape(self, x_shape, outputs_shape):
         return outputs_shape
@@ -161,7 +220,50 @@ def save_solution(path: str | os.PathLike, problem: Any, model: keras.Model) -> 
         solution.save(temporary)
 
 
-def load_solution(path: str | os.PathLike) -> keras.Model:
+def _saved_transforms(path: str) -> list[Any]:
+    """The output transform references in the ``config.json`` of the ``.keras`` file ``path`` (a zip)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return []  # not a .keras archive: keras.saving.load_model says what is wrong with it
+    found: list[Any] = []
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("class_name") == "OutputTransform" and isinstance(node.get("config"), dict):
+                found.append(node["config"].get("transform"))
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(config)
+    return found
+
+
+def load_solution(path: str | os.PathLike, safe_mode: bool = True) -> keras.Model:
     """Loads a solution written by :func:`save_solution`: a ``keras.Model`` from ``(N, d)``
-    points to ``(N, fields)`` values, output transform applied."""
-    return keras.saving.load_model(os.fspath(path), compile=False)
+    points to ``(N, fields)`` values, output transform applied.
+
+    Args:
+      path: the ``.keras`` file.
+      safe_mode: refuse an output transform that is neither registered with Keras nor a
+        module-level function of hodiff's packages, before importing anything (as Keras's own
+        ``safe_mode`` refuses lambdas). ``False`` imports and calls what a trusted file names.
+
+    Raises:
+      ValueError: the file names an output transform that safe mode refuses; the message says
+        how to register it.
+    """
+    path = os.fspath(path)
+    for reference in _saved_transforms(path):
+        reason = _untrusted_reference(reference, trusted=not safe_mode)
+        if reason is not None:
+            raise ValueError(f"load_solution: {path}: the output transform is refused: {reason}.")
+    token = _trusting.set(not safe_mode)
+    try:
+        return keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
+    finally:
+        _trusting.reset(token)

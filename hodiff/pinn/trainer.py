@@ -51,6 +51,7 @@ import scipy.optimize
 import tensorflow as tf
 from tqdm.auto import tqdm
 
+from hodiff import _validate
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, ResidualResampling
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.networks import is_mixed
@@ -512,9 +513,10 @@ class Trainer:
     # ----------------------------------------------------------------------------- use
     def predict(self, points: Any, batch: int = 65536) -> np.ndarray:
         """The solution at ``points`` ``(N, d)``: ``(N, fields)`` numpy array."""
-        points = np.asarray(points)
+        points = _validate.check_point_array(points, self.problem.domain.coords, "Trainer.predict")
         parts = [
-            self._predict(tf.constant(points[i : i + batch], self.dtype)).numpy() for i in range(0, len(points), batch)
+            self._predict(tf.constant(points[i : i + batch], self.dtype)).numpy()
+            for i in range(0, max(len(points), 1), batch)  # no points: one empty batch, an empty (0, fields) result
         ]
         return np.concatenate(parts, axis=0)
 
