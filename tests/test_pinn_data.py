@@ -135,8 +135,8 @@ def test_forward_partials_reach_the_conditions_with_the_nested_values(monkeypatc
     model = pinn.mlp(DOMAIN, width=8, depth=2, seed=2)
     solution, points = forward.solution(model), forward.sample_points(16, seed=1)
     calls = []
-    real = problem_module.taylor.forward_partials
-    monkeypatch.setattr(problem_module.taylor, "forward_partials", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = problem_module.propagation.forward_partials
+    monkeypatch.setattr(problem_module.propagation, "forward_partials", lambda *a, **k: calls.append(1) or real(*a, **k))
     for condition in conditions:
         arrays = {key: tf.constant(value, model.weights[0].dtype) for key, value in points[condition.name].items()}
         before = len(calls)
