@@ -80,8 +80,9 @@ class Example:
     """A runnable PDE example.
 
     Attributes:
-      name: the command name.
-      description: one line for the help text.
+      name: the command name, its name in the registry ``pinn_examples.EXAMPLES``.
+      description: one line for the help text; leave it out: the registry gives the first line of
+        the example module's docstring (:func:`pinn_examples.describe`).
       build: ``build(settings) -> (problem, model)``; cheap (no points, no compilation).
       reference: ``reference() -> (axes, values)``: the test grid as named 1-D arrays (ij
         indexing) and the reference on it, shape ``(len(axis0), len(axis1), ...)``: an array (the
@@ -98,7 +99,6 @@ class Example:
     """
 
     name: str
-    description: str
     build: Callable[[Settings], tuple[Any, Any]]
     reference: Callable[[], tuple[dict[str, np.ndarray], np.ndarray | dict[str, np.ndarray]]]
     presets: dict[str, Settings]
@@ -106,6 +106,7 @@ class Example:
     target_metric: str = "relative_l2_error"
     extra_metrics: Callable[[Any], dict] | None = None
     error_fields: tuple[str, ...] | None = None
+    description: str = ""
 
 
 def reference_fields(example: Example, values: Any, fields: tuple[str, ...], shape: tuple[int, ...]) -> dict:
@@ -211,7 +212,10 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     An example whose presets are a subclass of :class:`Settings` gets one flag per field of that class too.
     """
     settings_type = type(example.presets["default"])
-    parser = argparse.ArgumentParser(prog=f"python -m pinn_examples {example.name}", description=example.description)
+    from pinn_examples import EXAMPLES, describe
+
+    description = example.description or (describe(example.name) if example.name in EXAMPLES else None)
+    parser = argparse.ArgumentParser(prog=f"python -m pinn_examples {example.name}", description=description)
     parser.add_argument(
         "--preset",
         choices=sorted(example.presets),
