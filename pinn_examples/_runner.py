@@ -46,7 +46,7 @@ RESULT_FILES = ("metrics.json", "prediction.npz", "field.png", "history.png")  #
 RUN_FILES = (*RESULT_FILES, "history.csv", "checkpoints", "tensorboard")  # any of these: the directory holds a run
 
 
-def _setting(
+def setting(
     default: Any, description: str, positive: bool = False, maximum: int | None = None, choices: tuple = ()
 ) -> Any:
     """A :class:`Settings` field and how its flag parses: numbers are >= 0, or > 0 when ``positive``."""
@@ -54,28 +54,31 @@ def _setting(
     return dataclasses.field(default=default, metadata=metadata)
 
 
+_setting = setting  # the old private name, which highdim.py imports; to be removed once it imports setting
+
+
 @dataclasses.dataclass
 class Settings:
     """Training settings; every field is also a command-line flag (``--adam-steps 500``)."""
 
-    interior: int = _setting(4096, "interior (collocation) points", positive=True)
-    adam_steps: int = _setting(2000, "Adam steps, a multiple of --steps-per-call")
-    lbfgs_iterations: int = _setting(5000, "L-BFGS iterations after Adam at most; 0 skips L-BFGS")
-    learning_rate: float = _setting(1e-3, "Adam learning rate", positive=True)
-    width: int = _setting(20, "units per hidden layer", positive=True)
-    depth: int = _setting(8, "hidden layers", positive=True)
-    dtype: str = _setting("float32", "floating type of the network and the points", choices=("float32", "float64"))
-    sampling: str = _setting("sobol", "how the points are drawn", choices=("sobol", "lhs", "random"))
-    steps_per_call: int = _setting(100, "Adam steps per compiled call", positive=True)
-    log_every: int = _setting(100, "Adam steps (and L-BFGS iterations) between history rows", positive=True)
-    checkpoint_every: int = _setting(500, "Adam steps between checkpoints", positive=True)
-    adaptive_weights: bool = _setting(False, "learning-rate annealing of the loss weights")
-    resample_every: int = _setting(0, "Adam steps between residual-based resamplings of the points; 0 is off")
-    causal_epsilon: float = _setting(0.0, "causal training strength (time-dependent problems); 0 is off")
-    seed: int = _setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
+    interior: int = setting(4096, "interior (collocation) points", positive=True)
+    adam_steps: int = setting(2000, "Adam steps, a multiple of --steps-per-call")
+    lbfgs_iterations: int = setting(5000, "L-BFGS iterations after Adam at most; 0 skips L-BFGS")
+    learning_rate: float = setting(1e-3, "Adam learning rate", positive=True)
+    width: int = setting(20, "units per hidden layer", positive=True)
+    depth: int = setting(8, "hidden layers", positive=True)
+    dtype: str = setting("float32", "floating type of the network and the points", choices=("float32", "float64"))
+    sampling: str = setting("sobol", "how the points are drawn", choices=("sobol", "lhs", "random"))
+    steps_per_call: int = setting(100, "Adam steps per compiled call", positive=True)
+    log_every: int = setting(100, "Adam steps (and L-BFGS iterations) between history rows", positive=True)
+    checkpoint_every: int = setting(500, "Adam steps between checkpoints", positive=True)
+    adaptive_weights: bool = setting(False, "learning-rate annealing of the loss weights")
+    resample_every: int = setting(0, "Adam steps between residual-based resamplings of the points; 0 is off")
+    causal_epsilon: float = setting(0.0, "causal training strength (time-dependent problems); 0 is off")
+    seed: int = setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class Example:
     """A runnable PDE example.
 
@@ -96,17 +99,23 @@ class Example:
       error_fields: the fields in ``relative_l2_error`` (default: every field of the reference);
         over several fields it is ``sqrt(sum_f ||pred_f - ref_f||^2 / sum_f ||ref_f||^2)``.
         metrics.json also has ``relative_l2_error_<field>`` for every field of the reference.
+      training: the hook of an example that does not train a ``Problem`` with ``Trainer``
+        (operator learning): ``training(args, settings) -> exit status`` replaces ``build`` and
+        ``reference``. It is called once the shared command line has parsed the flags and, unless
+        ``--evaluate`` is given, checked ``--output``; it keeps its run in a
+        :class:`hodiff.pinn.runlog.RunLog` and ends with :func:`verdict`.
     """
 
     name: str
-    build: Callable[[Settings], tuple[Any, Any]]
-    reference: Callable[[], tuple[dict[str, np.ndarray], np.ndarray | dict[str, np.ndarray]]]
-    presets: dict[str, Settings]
+    build: Callable[[Settings], tuple[Any, Any]] | None = None
+    reference: Callable[[], tuple[dict[str, np.ndarray], np.ndarray | dict[str, np.ndarray]]] | None = None
+    presets: dict[str, Any]
     target: dict[str, float]
     target_metric: str = "relative_l2_error"
     extra_metrics: Callable[[Any], dict] | None = None
     error_fields: tuple[str, ...] | None = None
     description: str = ""
+    training: Callable[[argparse.Namespace, Any], int] | None = None
 
 
 def reference_fields(example: Example, values: Any, fields: tuple[str, ...], shape: tuple[int, ...]) -> dict:
@@ -281,7 +290,7 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     overrides = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     settings = dataclasses.replace(example.presets[args.preset], **overrides)
     for name in ("adam_steps", "log_every", "checkpoint_every", "resample_every"):
-        if getattr(settings, name) % settings.steps_per_call:
+        if hasattr(settings, "steps_per_call") and getattr(settings, name) % settings.steps_per_call:
             parser.error(
                 f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
                 f"--steps-per-call={settings.steps_per_call}"
@@ -462,7 +471,7 @@ def _write_results(
         plotting.plot_history(trainer.history, os.path.join(output, "history.png"), trainer.problem.term_names)
 
 
-def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
+def verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
     """The last line of a run, and its exit status."""
     target = example.target.get(preset)
     if target is None:
@@ -476,7 +485,10 @@ def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
     )
 
 
-def _load_points(path: str) -> np.ndarray:
+_verdict = verdict  # the old private name, which highdim.py imports; to be removed once it imports verdict
+
+
+def load_points(path: str) -> np.ndarray:
     """The POINTS file of ``--evaluate``: a finite 2-D float array, else SystemExit naming the problem."""
     try:
         points = np.load(path, allow_pickle=False)
@@ -556,7 +568,7 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
 
     logging.basicConfig(format="%(message)s")
     prefixes = _trained_checkpoints(args.output)
-    points = _load_points(args.evaluate)
+    points = load_points(args.evaluate)
     problem, model, _, prefix = _restore(example, prefixes)
     coords = tuple(problem.domain.coords)
     if points.shape[1] != len(coords):
@@ -597,6 +609,10 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
 def run(example: Example, argv: list[str] | None = None) -> int:
     """Trains, evaluates and writes the results of ``example``; returns the exit status."""
     args, settings = parse_args(example, argv)
+    if example.training is not None:  # its own training loop (operator learning); --evaluate is its own too
+        if args.evaluate is None:
+            check_output(args)
+        return example.training(args, settings)
     if args.evaluate is not None:
         return evaluate(example, args)
     strategy = make_strategy(args.replicas, args.multi_worker)  # first: before TensorFlow starts its devices
@@ -666,7 +682,7 @@ def run(example: Example, argv: list[str] | None = None) -> int:
         "settings": dataclasses.asdict(settings),
         **extra_metrics,
     }
-    line, status = _verdict(example, args.preset, metrics)
+    line, status = verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
     single = len(problem.fields) == 1
     _write_results(
