@@ -240,6 +240,7 @@ def jvp(
         output, aux = _split_aux(f(*primals), has_aux, caller)
     tangent_out = accumulator.jvp(output, unconnected_gradients=mode)
     _validate.raise_if_unconnected([tangent_out], ["primals"], caller)
+    tangent_out = _validate.connect(tangent_out, flat_primals)
     return (output, tangent_out, aux) if has_aux else (output, tangent_out)
 
 
@@ -327,6 +328,7 @@ def jacobian(
         for leaf in tf.nest.flatten(output):
             jacobians = tape.jacobian(leaf, sources, unconnected_gradients=mode)
             _validate.raise_if_unconnected(jacobians, names, caller)
+            jacobians = _validate.connect(jacobians, sources)
             leaves.append(jacobians[0] if isinstance(argnums, int) else tuple(jacobians))
         result = tf.nest.pack_sequence_as(output, leaves)
         return (result, aux) if has_aux else result

@@ -261,7 +261,18 @@ def test_evaluate_points_npy_for_the_held_out_sources(trained, tmp_path):
 
 def test_resume_after_a_kill_ends_as_the_uninterrupted_run(tmp_path):
     """A run killed after its step-10 checkpoint (mid history window) and resumed ends bit-identical."""
-    flags = ["--preset", "fast", "--steps", "20", "--log-every", "4", "--checkpoint-every", "10", "--test-functions", "2"]
+    flags = [
+        "--preset",
+        "fast",
+        "--steps",
+        "20",
+        "--log-every",
+        "4",
+        "--checkpoint-every",
+        "10",
+        "--test-functions",
+        "2",
+    ]
     whole, killed = str(tmp_path / "whole"), str(tmp_path / "killed")
     assert deeponet.main([*flags, "--output", whole, "--no-progress"]) == 0
     assert deeponet.main([*flags, "--output", killed, "--no-progress"]) == 0
