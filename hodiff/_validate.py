@@ -124,10 +124,17 @@ def connect(derivatives: Any, sources: Any) -> Any:
     """``derivatives`` unchanged, but recorded as depending on ``sources`` with derivative zero.
 
     A derivative that does not depend on its variable (the gradient ``3`` of ``3 a``) is a
-    constant to TensorFlow, so the derivative of it (the Hessian) would be unconnected, ``None``.
-    Every derivative hodiff computes passes through here, so a derivative of a derivative is
-    zero where the inner one does not depend on the argument, as in JAX; the error for a
-    first-order derivative of an unused argument stays. Costs one identity op.
+    constant to TensorFlow, so a derivative of it (the Hessian) would be unconnected, ``None``.
+    The transforms pass every derivative they compute through here, so a derivative of a
+    derivative is zero where the inner one does not depend on the argument, as in JAX, while a
+    first-order derivative of an unused argument still raises. Costs one identity op.
+
+    Args:
+      derivatives: a tensor or structure of tensors (``None`` leaves: returned as they are).
+      sources: the variables they were taken with respect to, a tensor, Variable or structure.
+
+    Returns:
+      ``derivatives``, same structure and values.
     """
     flat, inputs = tf.nest.flatten(derivatives), tf.nest.flatten(sources)
     if not flat or not inputs or any(leaf is None for leaf in flat):

@@ -113,7 +113,9 @@ def value_and_grad(
         Arguments may be tensors, arrays, Variables or nested structures of them.
       has_aux: ``f`` returns ``(value, aux)``; ``aux`` is passed through untouched.
       unconnected: ``"error"`` (default) raises when the value does not depend on an
-        argument; ``"zero"`` returns zeros there.
+        argument; ``"zero"`` returns zeros there. A derivative of a derivative (``f`` itself
+        returns a derivative, as in ``grad(grad(g))``) is zero where it does not depend on
+        the argument, as in JAX, with either option.
 
     Returns:
       A function returning ``(value, gradient)`` or ``((value, aux), gradient)``; the
