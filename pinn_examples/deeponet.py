@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from pinn_examples import deeponet_reference
-from pinn_examples._runner import SEED_MAX, Example, load_points, run, setting, verdict
+from pinn_examples._runner import SEED_MAX, Example, field_errors, load_points, run, setting, verdict
 
 SENSORS = 100
 LENGTH_SCALE = 0.2
@@ -335,9 +335,7 @@ def training(args: argparse.Namespace, settings: Settings) -> int:
     result = train(net, settings, run_log, log=(lambda line: None) if args.no_progress else print)
     grid = np.stack(np.meshgrid(x, t, indexing="ij"), axis=-1).reshape(-1, 2)
     prediction = predict(net, sources, grid).reshape(reference.shape)
-    errors = np.linalg.norm((prediction - reference).reshape(len(sources), -1), axis=1) / np.linalg.norm(
-        reference.reshape(len(sources), -1), axis=1
-    )
+    errors = np.array([field_errors({"u": p}, {"u": r})["relative_l2_error"] for p, r in zip(prediction, reference)])
     mean = float(errors.mean())
     metrics = {
         "example": "deeponet",
