@@ -147,7 +147,7 @@ def _connected(count: int) -> Callable:
 
     @tf.custom_gradient
     def connected(*tensors: tf.Tensor):
-        def backward(*upstream, **_):
+        def backward(*upstream):
             return (*upstream, *[tf.zeros_like(source) for source in tensors[count:]])
 
         return [tf.identity(value) for value in tensors[:count]], backward

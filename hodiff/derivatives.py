@@ -531,7 +531,8 @@ def elementwise_derivatives(
     Args:
       f: elementwise function.
       n: highest order, an int >= 0.
-      unconnected: ``"error"`` (default) or ``"zero"`` (e.g. the 3rd derivative of ``x**2``).
+      unconnected: ``"error"`` (default) or ``"zero"`` for an ``f`` that does not depend on ``x``;
+        an order beyond the first that does not (the 3rd derivative of ``x**2``) is zero either way.
 
     Returns:
       A function of ``x`` returning ``n + 1`` tensors shaped like ``x``.
@@ -575,7 +576,8 @@ def nth_derivative(
     Args:
       f: elementwise function.
       n: order, an int >= 0 (0 returns ``f(x)``).
-      unconnected: ``"error"`` (default) or ``"zero"`` (e.g. the 3rd derivative of ``x**2``).
+      unconnected: ``"error"`` (default) or ``"zero"`` for an ``f`` that does not depend on ``x``;
+        an order beyond the first that does not (the 3rd derivative of ``x**2``) is zero either way.
 
     Returns:
       A function of ``x`` returning ``d^n f / dx^n`` elementwise.
