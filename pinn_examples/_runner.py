@@ -46,7 +46,7 @@ RESULT_FILES = ("metrics.json", "prediction.npz", "field.png", "history.png")  #
 RUN_FILES = (*RESULT_FILES, "history.csv", "checkpoints", "tensorboard")  # any of these: the directory holds a run
 
 
-def setting(
+def _setting(
     default: Any, description: str, positive: bool = False, maximum: int | None = None, choices: tuple = ()
 ) -> Any:
     """A :class:`Settings` field and how its flag parses: numbers are >= 0, or > 0 when ``positive``."""
@@ -54,28 +54,25 @@ def setting(
     return dataclasses.field(default=default, metadata=metadata)
 
 
-_setting = setting  # the old private name, which highdim.py imports; to be removed once it imports setting
-
-
 @dataclasses.dataclass
 class Settings:
     """Training settings; every field is also a command-line flag (``--adam-steps 500``)."""
 
-    interior: int = setting(4096, "interior (collocation) points", positive=True)
-    adam_steps: int = setting(2000, "Adam steps, a multiple of --steps-per-call")
-    lbfgs_iterations: int = setting(5000, "L-BFGS iterations after Adam at most; 0 skips L-BFGS")
-    learning_rate: float = setting(1e-3, "Adam learning rate", positive=True)
-    width: int = setting(20, "units per hidden layer", positive=True)
-    depth: int = setting(8, "hidden layers", positive=True)
-    dtype: str = setting("float32", "floating type of the network and the points", choices=("float32", "float64"))
-    sampling: str = setting("sobol", "how the points are drawn", choices=("sobol", "lhs", "random"))
-    steps_per_call: int = setting(100, "Adam steps per compiled call", positive=True)
-    log_every: int = setting(100, "Adam steps (and L-BFGS iterations) between history rows", positive=True)
-    checkpoint_every: int = setting(500, "Adam steps between checkpoints", positive=True)
-    adaptive_weights: bool = setting(False, "learning-rate annealing of the loss weights")
-    resample_every: int = setting(0, "Adam steps between residual-based resamplings of the points; 0 is off")
-    causal_epsilon: float = setting(0.0, "causal training strength (time-dependent problems); 0 is off")
-    seed: int = setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
+    interior: int = _setting(4096, "interior (collocation) points", positive=True)
+    adam_steps: int = _setting(2000, "Adam steps, a multiple of --steps-per-call")
+    lbfgs_iterations: int = _setting(5000, "L-BFGS iterations after Adam at most; 0 skips L-BFGS")
+    learning_rate: float = _setting(1e-3, "Adam learning rate", positive=True)
+    width: int = _setting(20, "units per hidden layer", positive=True)
+    depth: int = _setting(8, "hidden layers", positive=True)
+    dtype: str = _setting("float32", "floating type of the network and the points", choices=("float32", "float64"))
+    sampling: str = _setting("sobol", "how the points are drawn", choices=("sobol", "lhs", "random"))
+    steps_per_call: int = _setting(100, "Adam steps per compiled call", positive=True)
+    log_every: int = _setting(100, "Adam steps (and L-BFGS iterations) between history rows", positive=True)
+    checkpoint_every: int = _setting(500, "Adam steps between checkpoints", positive=True)
+    adaptive_weights: bool = _setting(False, "learning-rate annealing of the loss weights")
+    resample_every: int = _setting(0, "Adam steps between residual-based resamplings of the points; 0 is off")
+    causal_epsilon: float = _setting(0.0, "causal training strength (time-dependent problems); 0 is off")
+    seed: int = _setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -471,7 +468,7 @@ def _write_results(
         plotting.plot_history(trainer.history, os.path.join(output, "history.png"), trainer.problem.term_names)
 
 
-def verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
+def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
     """The last line of a run, and its exit status."""
     target = example.target.get(preset)
     if target is None:
@@ -485,10 +482,7 @@ def verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
     )
 
 
-_verdict = verdict  # the old private name, which highdim.py imports; to be removed once it imports verdict
-
-
-def load_points(path: str) -> np.ndarray:
+def _load_points(path: str) -> np.ndarray:
     """The POINTS file of ``--evaluate``: a finite 2-D float array, else SystemExit naming the problem."""
     try:
         points = np.load(path, allow_pickle=False)
@@ -568,7 +562,7 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
 
     logging.basicConfig(format="%(message)s")
     prefixes = _trained_checkpoints(args.output)
-    points = load_points(args.evaluate)
+    points = _load_points(args.evaluate)
     problem, model, _, prefix = _restore(example, prefixes)
     coords = tuple(problem.domain.coords)
     if points.shape[1] != len(coords):
@@ -604,6 +598,10 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
         f"({os.path.basename(prefix)}) at {len(points)} points; wrote {path}"
     )
     return 0
+
+
+# For an example with its own training loop (the ``training`` hook): its settings' fields, its last line, its POINTS.
+setting, verdict, load_points = _setting, _verdict, _load_points
 
 
 def run(example: Example, argv: list[str] | None = None) -> int:
@@ -682,7 +680,7 @@ def run(example: Example, argv: list[str] | None = None) -> int:
         "settings": dataclasses.asdict(settings),
         **extra_metrics,
     }
-    line, status = verdict(example, args.preset, metrics)
+    line, status = _verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
     single = len(problem.fields) == 1
     _write_results(
