@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
@@ -117,7 +117,42 @@ def gradient(
     mode = check_unconnected(unconnected, caller)
     result = densify(tape.gradient(target, sources, output_gradients=output_gradients, unconnected_gradients=mode))
     raise_if_unconnected(result, names, caller)
-    return result
+    return connect(result, sources)
+
+
+def connect(derivatives: Any, sources: Any) -> Any:
+    """``derivatives`` unchanged, but recorded as depending on ``sources`` with derivative zero.
+
+    A derivative that does not depend on its variable (the gradient ``3`` of ``3 a``) is a
+    constant to TensorFlow, so a derivative of it (the Hessian) would be unconnected, ``None``.
+    The transforms pass every derivative they compute through here, so a derivative of a
+    derivative is zero where the inner one does not depend on the argument, as in JAX, while a
+    first-order derivative of an unused argument still raises. Costs one identity op.
+
+    Args:
+      derivatives: a tensor or structure of tensors (``None`` leaves: returned as they are).
+      sources: the variables they were taken with respect to, a tensor, Variable or structure.
+
+    Returns:
+      ``derivatives``, same structure and values.
+    """
+    flat, inputs = tf.nest.flatten(derivatives), tf.nest.flatten(sources)
+    if not flat or not inputs or any(leaf is None for leaf in flat):
+        return derivatives
+    return tf.nest.pack_sequence_as(derivatives, _connected(len(flat))(*flat, *inputs))
+
+
+def _connected(count: int) -> Callable:
+    """An op returning its first ``count`` inputs; their gradient passes through, the others' is zero."""
+
+    @tf.custom_gradient
+    def connected(*tensors: tf.Tensor):
+        def backward(*upstream):
+            return (*upstream, *[tf.zeros_like(source) for source in tensors[count:]])
+
+        return [tf.identity(value) for value in tensors[:count]], backward
+
+    return connected
 
 
 def densify(value: Any) -> Any:

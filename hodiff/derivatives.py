@@ -113,7 +113,9 @@ def value_and_grad(
         Arguments may be tensors, arrays, Variables or nested structures of them.
       has_aux: ``f`` returns ``(value, aux)``; ``aux`` is passed through untouched.
       unconnected: ``"error"`` (default) raises when the value does not depend on an
-        argument; ``"zero"`` returns zeros there.
+        argument; ``"zero"`` returns zeros there. A derivative of a derivative (``f`` itself
+        returns a derivative, as in ``grad(grad(g))``) is zero where it does not depend on
+        the argument, as in JAX, with either option.
 
     Returns:
       A function returning ``(value, gradient)`` or ``((value, aux), gradient)``; the
@@ -240,6 +242,7 @@ def jvp(
         output, aux = _split_aux(f(*primals), has_aux, caller)
     tangent_out = accumulator.jvp(output, unconnected_gradients=mode)
     _validate.raise_if_unconnected([tangent_out], ["primals"], caller)
+    tangent_out = _validate.connect(tangent_out, flat_primals)
     return (output, tangent_out, aux) if has_aux else (output, tangent_out)
 
 
@@ -327,6 +330,7 @@ def jacobian(
         for leaf in tf.nest.flatten(output):
             jacobians = tape.jacobian(leaf, sources, unconnected_gradients=mode)
             _validate.raise_if_unconnected(jacobians, names, caller)
+            jacobians = _validate.connect(jacobians, sources)
             leaves.append(jacobians[0] if isinstance(argnums, int) else tuple(jacobians))
         result = tf.nest.pack_sequence_as(output, leaves)
         return (result, aux) if has_aux else result
@@ -534,7 +538,8 @@ def elementwise_derivatives(
     Args:
       f: elementwise function.
       n: highest order, an int >= 0.
-      unconnected: ``"error"`` (default) or ``"zero"`` (e.g. the 3rd derivative of ``x**2``).
+      unconnected: ``"error"`` (default) or ``"zero"`` for an ``f`` that does not depend on ``x``;
+        an order beyond the first that does not (the 3rd derivative of ``x**2``) is zero either way.
 
     Returns:
       A function of ``x`` returning ``n + 1`` tensors shaped like ``x``.
@@ -578,7 +583,8 @@ def nth_derivative(
     Args:
       f: elementwise function.
       n: order, an int >= 0 (0 returns ``f(x)``).
-      unconnected: ``"error"`` (default) or ``"zero"`` (e.g. the 3rd derivative of ``x**2``).
+      unconnected: ``"error"`` (default) or ``"zero"`` for an ``f`` that does not depend on ``x``;
+        an order beyond the first that does not (the 3rd derivative of ``x**2``) is zero either way.
 
     Returns:
       A function of ``x`` returning ``d^n f / dx^n`` elementwise.

@@ -75,13 +75,14 @@ class Settings:
     seed: int = _setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class Example:
     """A runnable PDE example.
 
     Attributes:
-      name: the command name.
-      description: one line for the help text.
+      name: the command name, its name in the registry ``pinn_examples.EXAMPLES``.
+      description: one line for the help text; leave it out: the registry gives the first line of
+        the example module's docstring (:func:`pinn_examples.describe`).
       build: ``build(settings) -> (problem, model)``; cheap (no points, no compilation).
       reference: ``reference() -> (axes, values)``: the test grid as named 1-D arrays (ij
         indexing) and the reference on it, shape ``(len(axis0), len(axis1), ...)``: an array (the
@@ -97,18 +98,24 @@ class Example:
         metrics.json also has ``relative_l2_error_<field>`` for every field of the reference.
       unsupported_flags: shared flags that the example's own ``run`` does not honour (of
         :data:`DISTRIBUTION_FLAGS`); :func:`parse_args` refuses them rather than ignore them.
+      training: the hook of an example that does not train a ``Problem`` with ``Trainer``
+        (operator learning): ``training(args, settings) -> exit status`` replaces ``build`` and
+        ``reference``. It is called once the shared command line has parsed the flags and, unless
+        ``--evaluate`` is given, checked ``--output``; it keeps its run in a
+        :class:`hodiff.pinn.runlog.RunLog` and ends with :func:`verdict`.
     """
 
     name: str
-    description: str
-    build: Callable[[Settings], tuple[Any, Any]]
-    reference: Callable[[], tuple[dict[str, np.ndarray], np.ndarray | dict[str, np.ndarray]]]
-    presets: dict[str, Settings]
+    build: Callable[[Settings], tuple[Any, Any]] | None = None
+    reference: Callable[[], tuple[dict[str, np.ndarray], np.ndarray | dict[str, np.ndarray]]] | None = None
+    presets: dict[str, Any]
     target: dict[str, float]
     target_metric: str = "relative_l2_error"
     extra_metrics: Callable[[Any], dict] | None = None
     error_fields: tuple[str, ...] | None = None
     unsupported_flags: tuple[str, ...] = ()
+    description: str = ""
+    training: Callable[[argparse.Namespace, Any], int] | None = None
 
 
 # the shared flags an example may refuse (Example.unsupported_flags)
@@ -210,7 +217,10 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     An example whose presets are a subclass of :class:`Settings` gets one flag per field of that class too.
     """
     settings_type = type(example.presets["default"])
-    parser = argparse.ArgumentParser(prog=f"python -m pinn_examples {example.name}", description=example.description)
+    from pinn_examples import EXAMPLES, describe
+
+    description = example.description or (describe(example.name) if example.name in EXAMPLES else None)
+    parser = argparse.ArgumentParser(prog=f"python -m pinn_examples {example.name}", description=description)
     parser.add_argument(
         "--preset",
         choices=sorted(example.presets),
@@ -276,7 +286,7 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     overrides = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     settings = dataclasses.replace(example.presets[args.preset], **overrides)
     for name in ("adam_steps", "log_every", "checkpoint_every", "resample_every"):
-        if getattr(settings, name) % settings.steps_per_call:
+        if hasattr(settings, "steps_per_call") and getattr(settings, name) % settings.steps_per_call:
             parser.error(
                 f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
                 f"--steps-per-call={settings.steps_per_call}"
@@ -651,6 +661,10 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     return 0
 
 
+# For an example with its own training loop (the ``training`` hook): its settings' fields, its last line, its POINTS.
+setting, verdict, load_points = _setting, _verdict, _load_points
+
+
 def run(example: Example, argv: list[str] | None = None) -> int:
     """Trains, evaluates and writes the results of ``example``; returns the exit status.
 
@@ -667,6 +681,10 @@ def run(example: Example, argv: list[str] | None = None) -> int:
 
 def _run(example: Example, argv: list[str] | None) -> int:
     args, settings = parse_args(example, argv)
+    if example.training is not None:  # its own training loop (operator learning); --evaluate is its own too
+        if args.evaluate is None:
+            check_output(args)
+        return example.training(args, settings)
     if args.evaluate is not None:
         return evaluate(example, args)
     strategy = make_strategy(args.replicas, args.multi_worker)  # first: before TensorFlow starts its devices

@@ -42,7 +42,6 @@ def reference():
 
 EXAMPLE = Example(
     name="allen_cahn",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

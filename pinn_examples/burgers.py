@@ -47,7 +47,6 @@ def reference():
 
 EXAMPLE = Example(
     name="burgers",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

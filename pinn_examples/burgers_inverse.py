@@ -50,7 +50,6 @@ def nu_metrics(trainer):
 
 EXAMPLE = Example(
     name="burgers_inverse",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=burgers.reference,
     presets={

@@ -35,7 +35,6 @@ def reference():
 
 EXAMPLE = Example(
     name="heat",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

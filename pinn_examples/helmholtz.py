@@ -40,7 +40,6 @@ def reference():
 
 EXAMPLE = Example(
     name="helmholtz",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

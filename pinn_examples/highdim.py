@@ -50,14 +50,14 @@ import numpy as np
 from pinn_examples._runner import (
     Example,
     Settings,
-    _setting,
-    _verdict,
     _write_results,
     check_output,
     evaluate,
     field_errors,
     make_trainer,
     parse_args,
+    setting,
+    verdict,
 )
 
 PDES = ("poisson", "allen_cahn", "sine_gordon")
@@ -70,12 +70,12 @@ POINT_STREAM = 7_000_001  # the training points' random stream (hodiff.jets.stde
 class HighDimSettings(Settings):
     """The shared settings plus the PDE, the dimension, the estimator's size and the error's points."""
 
-    pde: str = _setting("poisson", "the PDE", choices=PDES)
-    dim: int = _setting(1000, "dimension D of the unit ball, >= 2", positive=True)
-    num_samples: int = _setting(16, "coordinates per point in the sparse Laplacian estimate, <= --dim", positive=True)
-    test_points: int = _setting(4096, "fresh uniform points in the ball for the relative L2 error", positive=True)
-    max_minutes: float = _setting(0.0, "stop Adam after this many minutes of training; 0: no limit")
-    final_learning_rate: float = _setting(
+    pde: str = setting("poisson", "the PDE", choices=PDES)
+    dim: int = setting(1000, "dimension D of the unit ball, >= 2", positive=True)
+    num_samples: int = setting(16, "coordinates per point in the sparse Laplacian estimate, <= --dim", positive=True)
+    test_points: int = setting(4096, "fresh uniform points in the ball for the relative L2 error", positive=True)
+    max_minutes: float = setting(0.0, "stop Adam after this many minutes of training; 0: no limit")
+    final_learning_rate: float = setting(
         0.0, "learning rate at the last Adam step, by exponential decay from --learning-rate; 0: constant"
     )
 
@@ -385,7 +385,7 @@ def run(argv: list[str] | None = None) -> int:
         "final_loss": trainer.final_loss,
         "settings": dataclasses.asdict(settings),
     }
-    line, status = _verdict(EXAMPLE, args.preset, metrics)
+    line, status = verdict(EXAMPLE, args.preset, metrics)
     metrics["target_met"] = None if EXAMPLE.target.get(args.preset) is None else status == 0
     title = f"highdim {settings.pde}, D={settings.dim}: slice (x1, x2, 0, ...); rel. L2 error in the ball {error:.2e}"
     _write_results(args.output, metrics, axes, predicted, exact, trainer, title)

@@ -50,7 +50,6 @@ def reference():
 
 EXAMPLE = Example(
     name="kdv",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

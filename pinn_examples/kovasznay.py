@@ -98,7 +98,6 @@ def reference():
 
 EXAMPLE = Example(
     name="kovasznay",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

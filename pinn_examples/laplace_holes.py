@@ -63,7 +63,6 @@ def reference():
 
 EXAMPLE = Example(
     name="laplace_holes",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

@@ -67,7 +67,6 @@ def reference():
 
 EXAMPLE = Example(
     name="lid_driven_cavity",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

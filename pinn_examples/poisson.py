@@ -33,7 +33,6 @@ def reference():
 
 EXAMPLE = Example(
     name="poisson",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

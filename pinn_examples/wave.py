@@ -74,7 +74,6 @@ def reference():
 
 EXAMPLE = Example(
     name="wave",
-    description=__doc__.splitlines()[0],
     build=build,
     reference=reference,
     presets={

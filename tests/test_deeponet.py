@@ -190,7 +190,7 @@ def trained(tmp_path_factory):
 def test_fast_run_writes_its_results(trained):
     output, status = trained
     assert status == 0
-    for name in deeponet.RESULT_FILES:
+    for name in ("metrics.json", "prediction.npz", "field.png", "history.png", "history.csv", "checkpoints"):
         assert os.path.exists(os.path.join(output, name)), name
     with open(os.path.join(output, "metrics.json")) as file:
         metrics = json.load(file)
@@ -206,7 +206,7 @@ def test_existing_output_needs_resume_or_overwrite(trained):
     output, _ = trained
     with pytest.raises(SystemExit, match="already holds a run"):
         deeponet.main(["--preset", "fast", "--output", output])
-    with pytest.raises(SystemExit, match="other settings"):
+    with pytest.raises(SystemExit, match="settings differ.*steps: 10 in the run, 30 now"):
         deeponet.main(["--preset", "fast", "--output", output, "--resume", "--steps", "30", "--test-functions", "2"])
 
 
@@ -234,6 +234,73 @@ def test_evaluate_writes_predictions(trained, tmp_path):
     assert result["u"].shape == (2, 2)
     expected = saved["prediction"][:, [5, 50], [7, 100]]
     np.testing.assert_allclose(result["u"], expected, rtol=1e-5, atol=1e-7)
+
+
+def test_evaluate_points_npy_for_the_held_out_sources(trained, tmp_path):
+    """Like every example: --evaluate POINTS.npy; the sources are the run's held-out ones; --outside nan."""
+    output, _ = trained
+    saved = np.load(os.path.join(output, "prediction.npz"))
+    x, t = saved["x"], saved["t"]
+    points = np.array([[x[5], t[7]], [x[50], t[100]], [1.5, 0.5]])
+    path = str(tmp_path / "points.npy")
+    np.save(path, points)
+    with pytest.raises(SystemExit, match=r"1 of 3 points are outside .* row 2: x=1.5, t=0.5.*--outside nan"):
+        deeponet.main(["--output", output, "--evaluate", path])
+    assert deeponet.main(["--output", output, "--evaluate", path, "--outside", "nan"]) == 0
+    result = np.load(os.path.join(output, "evaluation.npz"))
+    np.testing.assert_array_equal(result["f"], saved["f"])
+    np.testing.assert_allclose(result["u"][:, :2], saved["prediction"][:, [5, 50], [7, 100]], rtol=1e-5, atol=1e-7)
+    assert np.isnan(result["u"][:, 2]).all()
+    np.save(path, np.zeros((3, 3)))
+    with pytest.raises(SystemExit, match="3 columns; deeponet's points have 2, x and t"):
+        deeponet.main(["--output", output, "--evaluate", path])
+    np.save(path, points[:2])
+    with pytest.raises(SystemExit, match="no trained run"):
+        deeponet.main(["--output", str(tmp_path / "empty"), "--evaluate", path])
+
+
+def test_resume_after_a_kill_ends_as_the_uninterrupted_run(tmp_path):
+    """A run killed after its step-10 checkpoint (mid history window) and resumed ends bit-identical."""
+    flags = [
+        "--preset",
+        "fast",
+        "--steps",
+        "20",
+        "--log-every",
+        "4",
+        "--checkpoint-every",
+        "10",
+        "--test-functions",
+        "2",
+    ]
+    whole, killed = str(tmp_path / "whole"), str(tmp_path / "killed")
+    assert deeponet.main([*flags, "--output", whole, "--no-progress"]) == 0
+    assert deeponet.main([*flags, "--output", killed, "--no-progress"]) == 0
+    for name in os.listdir(os.path.join(killed, "checkpoints")):  # the kill: step 20's checkpoint never written
+        if name.startswith("ckpt-20"):
+            os.remove(os.path.join(killed, "checkpoints", name))
+    os.remove(os.path.join(killed, "metrics.json"))
+    assert deeponet.main([*flags, "--output", killed, "--resume", "--no-progress"]) == 0
+    assert read_history(os.path.join(killed, "history.csv")) == read_history(os.path.join(whole, "history.csv"))
+    with open(os.path.join(whole, "metrics.json")) as a, open(os.path.join(killed, "metrics.json")) as b:
+        first, second = json.load(a), json.load(b)
+    assert first["mean_relative_l2_error"] == second["mean_relative_l2_error"]
+    assert first["final_loss"] == second["final_loss"]
+    assert [row["step"] for row in read_history(os.path.join(whole, "history.csv"))] == [4, 8, 12, 16, 20]
+
+
+def test_shared_command_line(capsys, tmp_path):
+    with pytest.raises(SystemExit) as info:
+        deeponet.main(["--help"])
+    help_text = capsys.readouterr().out
+    assert info.value.code == 0 and help_text.startswith("usage: python -m pinn_examples deeponet")
+    assert all(flag in help_text for flag in ("--steps", "--method", "--resume", "--overwrite", "--evaluate", "fast"))
+    with pytest.raises(SystemExit):
+        deeponet.main(["--preset", "fast", "--replicas", "2", "--output", str(tmp_path)])
+    assert "deeponet trains on one device" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        deeponet.main(["--steps", "-3", "--output", str(tmp_path)])
+    assert "give an integer > 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

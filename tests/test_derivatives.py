@@ -210,9 +210,65 @@ def test_nth_derivative_of_sin_cycles(run, dtype):
         np.testing.assert_allclose(actual, derivatives[n % 4](x), rtol=1e-5, atol=1e-6)
 
 
-def test_nth_derivative_zero_beyond_degree_with_unconnected_zero(run):
+def test_nth_derivative_zero_beyond_degree(run):
     x = tf.constant([1.0, 2.0], tf.float64)
     np.testing.assert_array_equal(run(hodiff.nth_derivative(lambda t: t**2, 3, unconnected="zero"), x), [0.0, 0.0])
+    np.testing.assert_array_equal(run(hodiff.nth_derivative(lambda t: t**2, 3), x), [0.0, 0.0])  # as in JAX
+    np.testing.assert_array_equal(run(hodiff.nth_derivative(lambda t: 5 * t, 4), x), [0.0, 0.0])
+    orders = run(hodiff.elementwise_derivatives(lambda t: t**2, 3), x)
+    np.testing.assert_array_equal(np.stack(orders), [[1.0, 4.0], [2.0, 4.0], [2.0, 2.0], [0.0, 0.0]])
+
+
+# --- a derivative of a derivative that does not depend on the argument is zero, as in JAX ---------
+
+
+def test_nested_derivative_of_a_constant_derivative_is_zero(run, dtype):
+    x = tf.constant(2.0, dtype)
+    for result in (
+        run(hodiff.hessian(lambda a: 3 * a), x),
+        run(lambda x: hodiff.hessian(lambda a, b: a * b * b)(x, x), x),  # d/da (b b) = 0
+        run(hodiff.grad(hodiff.grad(lambda a: 3 * a)), x),
+        run(hodiff.grad(hodiff.grad(hodiff.grad(lambda a: a**2))), x),
+    ):
+        assert result.shape == () and result.dtype == dtype and float(result) == 0.0
+    v = tf.constant([1.0, -2.0, 0.5], dtype)
+    for result in (
+        run(hodiff.hessian(lambda a: tf.reduce_sum(3 * a)), v),
+        run(hodiff.jacobian(hodiff.jacobian(lambda a: 3 * a)), v),
+    ):
+        assert result.dtype == dtype and float(tf.reduce_max(tf.abs(result))) == 0.0
+    assert run(hodiff.hessian(lambda a: tf.reduce_sum(3 * a)), v).shape == (3, 3)
+    assert run(hodiff.jacobian(hodiff.jacobian(lambda a: 3 * a)), v).shape == (3, 3, 3)
+
+
+def test_nested_derivative_blocks_and_products_are_zero_where_unconnected(run):
+    x = tf.constant(3.0, tf.float64)
+    blocks = run(lambda x: hodiff.hessian(lambda a, b: a * b, (0, 1))(x, x), x)  # no unconnected="zero" needed
+    assert [[float(b) for b in row] for row in blocks] == [[0.0, 1.0], [1.0, 0.0]]
+    v = tf.constant([1.0, 2.0], tf.float64)
+    linear = lambda a: tf.reduce_sum(3 * a) + a[0] ** 2  # H = [[2, 0], [0, 0]]
+    for mode in hodiff.HVP_MODES:
+        product = run(lambda v, mode=mode: hodiff.hvp(linear, v, tf.ones_like(v), mode=mode), v)
+        np.testing.assert_array_equal(product, [2.0, 0.0])
+    points = tf.constant([[1.0, 2.0], [3.0, 4.0]], tf.float64)
+    hessians = run(hodiff.batch_hessian(lambda p: 3 * p[:, 0] + p[:, 1] ** 2), points)
+    np.testing.assert_array_equal(hessians, [[[0.0, 0.0], [0.0, 2.0]]] * 2)
+    _, tangent = run(lambda v: hodiff.jvp(lambda a: hodiff.jvp(lambda b: 3 * b, (a,), (v,))[1], (v,), (v,)), v)
+    np.testing.assert_array_equal(tangent, [0.0, 0.0])
+
+
+def test_first_order_derivative_of_an_unused_argument_still_raises(run):
+    x, y = tf.constant(1.0, tf.float64), tf.constant(2.0, tf.float64)
+    unused = r"does not depend on `args\[0\]`.*unconnected='zero'"
+    with pytest.raises(ValueError, match=unused):
+        run(lambda x, y: hodiff.grad(lambda a, b: b)(x, y), x, y)
+    with pytest.raises(ValueError, match=unused):
+        run(lambda x, y: hodiff.jacobian(lambda a, b: b)(x, y), x, y)
+    with pytest.raises(ValueError, match="does not depend on `primals`"):
+        run(lambda x: hodiff.jvp(lambda a: tf.constant(1.0, tf.float64), (x,), (x,))[1], x)
+    # f(a, b) = b^2 never uses a: d/da of its derivative in b is the first-order case again
+    with pytest.raises(ValueError, match=unused):
+        run(lambda x, y: hodiff.jacobian(hodiff.grad(lambda a, b: b**2, 1), 0)(x, y), x, y)
 
 
 # --- property-based: random polynomials and random MLPs ------------------------------------------
@@ -292,8 +348,8 @@ def test_aliased_product_derivatives_are_partials(run):
     value, slope = run(lambda x: hodiff.value_and_grad(product, 1)(x, x), x)
     assert float(value) == 9.0 and float(slope) == 3.0
     # d^2 (x y) / dx^2 = 0 and the mixed block is 1.
-    assert float(run(lambda x: hodiff.hessian(product, 0, unconnected="zero")(x, x), x)) == 0.0
-    blocks = run(lambda x: hodiff.hessian(product, (0, 1), unconnected="zero")(x, x), x)
+    assert float(run(lambda x: hodiff.hessian(product, 0)(x, x), x)) == 0.0
+    blocks = run(lambda x: hodiff.hessian(product, (0, 1))(x, x), x)
     assert [[float(b) for b in row] for row in blocks] == [[0.0, 1.0], [1.0, 0.0]]
 
 

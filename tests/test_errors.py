@@ -73,11 +73,14 @@ def test_unconnected_option_is_validated():
         hodiff.grad(square_sum, unconnected="zeros")
 
 
-def test_linear_field_has_unconnected_laplacian_unless_zero_asked():
-    u = lambda x: 3.0 * x[:, 0]
-    with pytest.raises(ValueError, match="unconnected='zero'"):
-        hodiff.laplacian(u)(points(2, 2))
+def test_linear_field_has_zero_laplacian_and_a_constant_field_raises_unless_zero_asked():
+    u = lambda x: 3.0 * x[:, 0]  # a derivative of a derivative: zero where unconnected, as in JAX
+    np.testing.assert_array_equal(hodiff.laplacian(u)(points(2, 2)), [0.0, 0.0])
     np.testing.assert_array_equal(hodiff.laplacian(u, unconnected="zero")(points(2, 2)), [0.0, 0.0])
+    constant = lambda x: tf.ones_like(x[:, 0])  # no path from x at all: the first derivative raises
+    with pytest.raises(ValueError, match="unconnected='zero'"):
+        hodiff.laplacian(constant)(points(2, 2))
+    np.testing.assert_array_equal(hodiff.laplacian(constant, unconnected="zero")(points(2, 2)), [0.0, 0.0])
 
 
 @pytest.mark.parametrize("shape", [(3,), (2, 3, 1)])

@@ -57,11 +57,41 @@ def test_hessian_diagonal_is_unbiased():
     assert np.all(np.abs(estimate.value.numpy() - np.diag(A)) < 5 * estimate.stderr.numpy() + 1e-9)
 
 
-def test_hessian_diagonal_over_model_weights_has_weight_shapes():
+def test_hessian_diagonal_over_model_weights_is_exact_for_a_diagonal_hessian():
+    """sum_l k_l sum(w_l^3) has diag(H) = 6 k_l w_l and no off-diagonal part: exact with any probe count."""
+    model = make_mlp(2, width=3, depth=1)
+    scales = [1.0, -2.0, 3.0, 0.5]
+    f = lambda ws: tf.add_n([k * tf.reduce_sum(w**3) for k, w in zip(scales, ws)])
+    estimate = hodiff.hessian_diagonal(f, model.trainable_variables, num_probes=2, seed=3)
+    assert len(estimate.value) == len(model.trainable_variables)
+    for value, stderr, k, w in zip(estimate.value, estimate.stderr, scales, model.trainable_variables):
+        np.testing.assert_allclose(value.numpy(), 6.0 * k * w.numpy(), rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(stderr.numpy(), 0.0)
+
+
+def test_hessian_diagonal_over_model_weights_matches_scipy():
+    """Each weight's entry is its diagonal entry of scipy's Hessian over all the weights, within 5 stderr."""
     model = make_mlp(2, width=3, depth=1)
     x = points(5, 2)
-    estimate = hodiff.hessian_diagonal(lambda w: tf.reduce_mean(model(x) ** 2), model.trainable_variables, num_probes=3)
-    assert [e.shape for e in estimate.value] == [tuple(w.shape) for w in model.trainable_variables]
+    shapes = [tuple(w.shape) for w in model.trainable_variables]
+    sizes = [int(np.prod(shape)) for shape in shapes]
+
+    def loss(flat):  # the model's loss as a function of its flattened weights [W1, b1, W2, b2]
+        w1, b1, w2, b2 = [tf.reshape(w, shape) for w, shape in zip(tf.split(flat, sizes), shapes)]
+        return tf.reduce_mean((tf.tanh(x @ w1 + b1) @ w2 + b2) ** 2)
+
+    flat = tf.concat([tf.reshape(w, [-1]) for w in model.trainable_variables], axis=0)
+    np.testing.assert_allclose(float(loss(flat)), float(tf.reduce_mean(model(x) ** 2)), rtol=1e-12)
+    reference, _ = reference_hessian(loss, (flat,))
+    np.testing.assert_allclose(reference[-1, -1], 2.0, rtol=1e-8)  # the output bias: d^2/db^2 mean((u + b)^2)
+    expected = np.split(np.diag(reference), np.cumsum(sizes)[:-1])
+    estimate = hodiff.hessian_diagonal(
+        lambda w: tf.reduce_mean(model(x) ** 2), model.trainable_variables, num_probes=400, seed=1
+    )
+    for value, stderr, wanted, shape in zip(estimate.value, estimate.stderr, expected, shapes):
+        assert value.shape == shape and np.all(stderr.numpy() > 0)
+        error = np.abs(value.numpy() - wanted.reshape(shape))
+        assert np.all(error <= 5 * stderr.numpy()), (shape, value.numpy(), wanted)
 
 
 def test_probe_counts_are_validated():

@@ -1,11 +1,13 @@
 """The runnable examples: fast presets train and write their files; the CLI rejects bad input."""
 
+import importlib
 import json
 import os
 
 import numpy as np
 import pytest
 
+from pinn_examples import describe
 from pinn_examples.__main__ import EXAMPLES, main
 
 PDE_EXAMPLES = ["burgers", "heat", "poisson", "helmholtz", "allen_cahn", "burgers_inverse"]
@@ -63,10 +65,23 @@ def test_unknown_example_and_bad_flags(tmp_path, capsys):
         main(["heat", "--resume", "--output", str(tmp_path / "never")])
 
 
-def test_listing_names_every_example(capsys):
+def test_listing_names_every_example_with_its_docstring(capsys):
     assert main([]) == 0
-    listed = capsys.readouterr().out
-    assert all(name in listed for name in EXAMPLES)
+    listed = capsys.readouterr().out.splitlines()[1:]
+    assert [line.split()[0] for line in listed] == list(EXAMPLES)
+    for name, line in zip(EXAMPLES, listed):
+        module = importlib.import_module(f"pinn_examples.{name}")
+        assert line.split(None, 1)[1] == module.__doc__.splitlines()[0] == describe(name)
+    with pytest.raises(ValueError, match="no example 'burgerz'"):
+        describe("burgerz")
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_an_examples_help_describes_it_by_its_docstring(name, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([name, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse rewraps the description
+    assert info.value.code == 0 and " ".join(describe(name).split()) in help_text
 
 
 def test_an_examples_help_shows_its_own_flags(capsys):
