@@ -253,6 +253,8 @@ def test_nested_derivative_blocks_and_products_are_zero_where_unconnected(run):
     points = tf.constant([[1.0, 2.0], [3.0, 4.0]], tf.float64)
     hessians = run(hodiff.batch_hessian(lambda p: 3 * p[:, 0] + p[:, 1] ** 2), points)
     np.testing.assert_array_equal(hessians, [[[0.0, 0.0], [0.0, 2.0]]] * 2)
+    nested = run(hodiff.batch_jacobian(hodiff.batch_jacobian(lambda p: 3 * p)), points)  # inner: constant 3 I
+    np.testing.assert_array_equal(nested, np.zeros((2, 2, 2, 2)))
     _, tangent = run(lambda v: hodiff.jvp(lambda a: hodiff.jvp(lambda b: 3 * b, (a,), (v,))[1], (v,), (v,)), v)
     np.testing.assert_array_equal(tangent, [0.0, 0.0])
 
