@@ -18,7 +18,9 @@ import tensorflow as tf
 __all__ = ["functional_call"]
 
 
-def functional_call(model: keras.Model, weights: Sequence[Any] | Mapping[str, Any], x: Any, training: bool = False):
+def functional_call(
+    model: keras.Model, weights: Sequence[Any] | Mapping[str, Any], x: Any, training: bool = False
+) -> Any:
     """Runs ``model`` on ``x`` with ``weights`` in place of its trainable variables.
 
     Uses Keras 3's ``model.stateless_call``: non-trainable variables (e.g. BatchNorm's moving

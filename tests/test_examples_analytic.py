@@ -36,7 +36,7 @@ def test_fast_preset_lowers_loss_and_error_and_evaluates(name, fields, tmp_path)
     np.save(tmp_path / "points.npy", points)
     assert main([name, "--evaluate", str(tmp_path / "points.npy"), "--output", str(output)]) == 0
     with np.load(output / "evaluation.npz") as evaluation:
-        assert set(evaluation.files) == {"points", *fields}
+        assert set(evaluation.files) == {"points", "checkpoint", "step", *fields}
         for field, values in wanted.items():
             np.testing.assert_allclose(evaluation[field], values, atol=1e-10)
 

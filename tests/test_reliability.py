@@ -268,9 +268,9 @@ def examples_on_the_shared_runner():
     """Every registered example built on _runner.Example."""
     import importlib
 
-    from pinn_examples.__main__ import EXAMPLES
+    from pinn_examples import EXAMPLES
 
-    modules = [importlib.import_module(module) for module, _ in EXAMPLES.values()]
+    modules = [importlib.import_module(f"pinn_examples.{name}") for name in EXAMPLES]
     return [module.EXAMPLE for module in modules if hasattr(module, "EXAMPLE")]
 
 
