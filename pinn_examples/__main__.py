@@ -45,6 +45,7 @@ EXAMPLES = {
     ),
     "maml_sinusoid": ("pinn_examples.maml_sinusoid", "MAML, FOMAML and Meta-SGD on Finn et al.'s sinusoid benchmark"),
     "poisson": ("pinn_examples.poisson", "Poisson with a hard boundary condition against the exact solution"),
+    "poisson_nd": ("pinn_examples.poisson_nd", "PINNacle PNd: Poisson in the 5-D unit cube against the exact solution"),
     "poisson_lshape": (
         "pinn_examples.poisson_lshape",
         "Poisson on an L-shaped polygon (hard condition by its distance function) against finite differences",
