@@ -17,6 +17,11 @@ EXAMPLES = {
         "physics-informed DeepONet: solution operator of a diffusion-reaction equation, no solution data",
     ),
     "heat": ("pinn_examples.heat", "heat equation against the exact solution"),
+    "heat_inverse": (
+        "pinn_examples.heat_inverse",
+        "PINNacle HInv: recover u and the coefficient a of u_t = div(a grad u) + f from 2,500 noisy samples",
+    ),
+    "heat_nd": ("pinn_examples.heat_nd", "PINNacle HNd: heat equation in the 5-D unit ball against the exact solution"),
     "helmholtz": ("pinn_examples.helmholtz", "Helmholtz with adaptive loss weights against the exact solution"),
     "highdim": (
         "pinn_examples.highdim",
@@ -46,6 +51,10 @@ EXAMPLES = {
     "maml_sinusoid": ("pinn_examples.maml_sinusoid", "MAML, FOMAML and Meta-SGD on Finn et al.'s sinusoid benchmark"),
     "poisson": ("pinn_examples.poisson", "Poisson with a hard boundary condition against the exact solution"),
     "poisson_nd": ("pinn_examples.poisson_nd", "PINNacle PNd: Poisson in the 5-D unit cube against the exact solution"),
+    "poisson_inverse": (
+        "pinn_examples.poisson_inverse",
+        "PINNacle PInv: recover u and the coefficient a of div(a grad u) + f = 0 from 2,500 noisy samples",
+    ),
     "poisson_lshape": (
         "pinn_examples.poisson_lshape",
         "Poisson on an L-shaped polygon (hard condition by its distance function) against finite differences",
