@@ -91,6 +91,7 @@ def build(settings: InverseSettings):
         fields=("u", "a"),
         conditions=[pinn.Data(points, values, field="u", name="data")],
         output_transform=known_values,
+        weights={"residual": settings.residual_weight},
     )
     return problem, two_networks(domain, space, settings)
 
@@ -129,7 +130,7 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": InverseSettings(
-            interior=4096, adam_steps=2000, lbfgs_iterations=3000, width=20, depth=3, dtype="float64"
+            interior=2048, adam_steps=1000, lbfgs_iterations=2000, width=20, depth=3, dtype="float64"
         ),
         "fast": InverseSettings(
             interior=256,

@@ -38,6 +38,7 @@ class InverseSettings(Settings):
 
     width_a: int = _setting(20, "units per hidden layer of the coefficient network a", positive=True)
     depth_a: int = _setting(3, "hidden layers of the coefficient network a", positive=True)
+    residual_weight: float = _setting(1.0, "loss weight of the PDE residual (the data's is 1)", positive=True)
 
 
 def exact(x, y, fields=("u", "a")):
@@ -129,6 +130,7 @@ def build(settings: InverseSettings):
         fields=("u", "a"),
         conditions=[pinn.Data(points, values, field="u", name="data")],
         output_transform=hard_coefficient,
+        weights={"residual": settings.residual_weight},
     )
     return problem, two_networks(domain, domain, settings)
 
@@ -155,7 +157,7 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": InverseSettings(
-            interior=4096, adam_steps=2000, lbfgs_iterations=3000, width=20, depth=3, dtype="float64"
+            interior=2048, adam_steps=1000, lbfgs_iterations=2000, width=20, depth=3, dtype="float64"
         ),
         "fast": InverseSettings(
             interior=256,
