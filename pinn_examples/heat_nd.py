@@ -90,9 +90,9 @@ EXAMPLE = Example(
     build=build,
     reference=reference,
     presets={
-        "default": Settings(interior=4000, adam_steps=2000, lbfgs_iterations=3000, width=40, depth=4, dtype="float64"),
+        "default": Settings(interior=2000, adam_steps=1000, lbfgs_iterations=3000, width=32, depth=4, dtype="float64"),
         "fast": Settings(
-            interior=128, adam_steps=100, lbfgs_iterations=20, width=8, depth=2, dtype="float64", checkpoint_every=100
+            interior=64, adam_steps=100, lbfgs_iterations=10, width=8, depth=2, dtype="float64", checkpoint_every=100
         ),
     },
     target={"default": 2e-5},
