@@ -19,6 +19,7 @@ SUITES = {
     "highdim": "benchmarks.highdim",
     "meta": "benchmarks.meta",
     "pinn": "benchmarks.pinn",
+    "pinnacle": "benchmarks.pinnacle",
 }
 RESULTS = Path(__file__).parent / "results"
 DOC = Path(__file__).parent.parent / "docs" / "benchmarks.md"

@@ -19,6 +19,8 @@ EXAMPLES = (
     "circle",
     "deeponet",
     "heat",
+    "heat_inverse",
+    "heat_nd",
     "helmholtz",
     "highdim",
     "kdv",
@@ -29,7 +31,9 @@ EXAMPLES = (
     "maml_pinn",
     "maml_sinusoid",
     "poisson",
+    "poisson_inverse",
     "poisson_lshape",
+    "poisson_nd",
     "wave",
 )
 

@@ -67,3 +67,34 @@ def test_all_writes_the_report_from_existing_results(tmp_path):
 def test_unknown_suites_are_refused(argv):
     with pytest.raises(SystemExit):
         cli.main(argv)
+
+
+def test_pinnacle_table_and_its_own_section(tmp_path):
+    from benchmarks import pinnacle
+
+    rows = {
+        "poisson_inverse": {
+            "relative_l2_error": 4e-3,
+            "relative_l2_error_u": 2e-3,
+            "relative_l2_error_a": 8e-3,
+            "target_met": True,
+            "wall_seconds_total": 70.0,
+            "wall_seconds": 60.0,
+            "cpu_seconds": 100.0,
+            "peak_rss_mib": 900.0,
+            "load_average": 2.0,
+        },
+        "heat_nd": {"example": "heat_nd", "failure": "stopped after 5 s"},
+    }
+    table = pinnacle.markdown(rows)
+    assert "| `poisson_inverse` | PInv | 4.00e-03 | u 2.00e-03, a 8.00e-03 |" in table
+    assert "| yes |" in table and "2.5e-02" in table and "not run to the end: stopped after 5 s" in table
+    assert table.index("heat_nd") < table.index("poisson_inverse")  # the order of PROBLEMS
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nhand-written\n")
+    pinnacle.write_section(doc, "first")
+    pinnacle.write_section(doc, "second")
+    text = doc.read_text()
+    assert text.count(pinnacle.BEGIN) == 1 and "second" in text and "first" not in text and "hand-written" in text
+    with pytest.raises(SystemExit):
+        pinnacle.main(["--only", "nosuch"])

@@ -1,0 +1,145 @@
+"""The runner for examples scored at scattered points: domains of three or more coordinates.
+
+``_runner.run`` scores an example on a grid of at most two axes (the grid is also the picture).
+A problem in the 5-D cube, the 5-D ball times time, or a plane times time is scored here instead
+at a fixed set of points that covers the whole domain (uniform, from a fixed seed), with the
+picture on a 2-D slice. Everything else is the runner's: the flags and presets, ``--evaluate``,
+``--resume`` and ``--overwrite``, the checkpoints, ``metrics.json`` (relative L2 error per field
+and combined over ``error_fields``, as :func:`pinn_examples._runner.field_errors` computes it),
+``prediction.npz`` (the slice) and the plots.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import resource
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pinn_examples import _runner
+from pinn_examples._runner import Example, field_errors, make_strategy, make_trainer, parse_args
+
+
+@dataclasses.dataclass
+class ScatteredExample:
+    """An :class:`~pinn_examples._runner.Example` scored at fixed points rather than on a grid.
+
+    Attributes:
+      example: the example (name, build, presets, target, error_fields, extra_metrics); its
+        ``reference`` is the slice below, for tools that want a grid.
+      test_set: ``test_set() -> (points (N, d), {field: (N,)})``: the scoring points, columns in
+        the domain's coordinate order, and the exact values there.
+      picture: ``picture() -> (axes, points, {field: (n1, n2)})``: a 2-D slice for ``field.png``:
+        two named 1-D axes, the ``(n1 * n2, d)`` points of their ij grid in the domain and the
+        exact values on it (NaN outside the domain).
+    """
+
+    example: Example
+    test_set: Callable[[], tuple[np.ndarray, dict[str, np.ndarray]]]
+    picture: Callable[[], tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]]
+
+
+def predict(trainer: Any, points: np.ndarray) -> dict[str, np.ndarray]:
+    """``{field: (N,)}`` float64 predictions of the trained model at ``points``."""
+    values = trainer.predict(points).astype(np.float64)
+    return {name: values[:, i] for i, name in enumerate(trainer.problem.fields)}
+
+
+def peak_memory_mib() -> float:
+    """This process's peak resident memory so far (``ru_maxrss``, KiB on Linux), in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
+    """Trains, scores and writes the results of ``scattered``; returns the exit status (as ``_runner.run``)."""
+    example = scattered.example
+    args, settings = parse_args(example, argv)
+    if args.evaluate is not None:
+        return _runner.evaluate(example, args)
+    strategy = make_strategy(args.replicas, args.multi_worker)
+    if args.multi_worker:
+        args.output = _runner.worker_output(args.output)
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():
+        problem, model = example.build(settings)
+    _runner.check_output(args)
+    points, exact = scattered.test_set()
+    if points.shape[1] != len(problem.domain.coords) or set(exact) - set(problem.fields):
+        raise ValueError(f"{example.name}: the test set does not match the domain {problem.domain.coords}.")
+    logging.basicConfig(format="%(message)s")
+    logging.getLogger("hodiff").setLevel(logging.INFO)
+    try:
+        trainer = make_trainer(
+            problem,
+            model,
+            settings,
+            args.output,
+            args.resume,
+            args.overwrite,
+            args.tensorboard,
+            not args.no_progress,
+            strategy,
+        )
+    except (FileExistsError, FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"{example.name}: {error}") from None
+    print(f"{example.name}: {dataclasses.asdict(settings)}")
+    if "initial_relative_l2_error" not in trainer.run_info:
+        untrained = trainer.run_log is None or trainer.run_log.restored is None
+        initial = field_errors(predict(trainer, points), exact, example.error_fields)["relative_l2_error"]
+        trainer.run_info["initial_relative_l2_error"] = initial if untrained else None
+        trainer.save_run_info()
+    trainer.adam(settings.adam_steps)
+    result = trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None
+    if result is not None:
+        print(f"{example.name}: L-BFGS stopped after {result.nit} iterations, loss {result.fun:.4e}: {result.message}")
+    errors = field_errors(predict(trainer, points), exact, example.error_fields)
+    axes, slice_points, slice_exact = scattered.picture()
+    shape = tuple(len(axis) for axis in axes.values())
+    slice_prediction = {name: values.reshape(shape) for name, values in predict(trainer, slice_points).items()}
+    for name, values in slice_prediction.items():
+        values[~np.isfinite(slice_exact.get(name, np.zeros(shape)))] = np.nan
+    extra_metrics = example.extra_metrics(trainer) if example.extra_metrics else {}
+    metrics = {
+        "example": example.name,
+        "preset": args.preset,
+        **errors,
+        "error_fields": list(example.error_fields or exact),
+        "error_points": len(points),
+        "target": example.target.get(args.preset),
+        "target_metric": example.target_metric,
+        "initial_relative_l2_error": trainer.run_info["initial_relative_l2_error"],
+        "adam_steps": settings.adam_steps,
+        "lbfgs_iterations": int(result.nit) if result is not None else None,
+        "lbfgs_message": str(result.message) if result is not None else None,
+        "wall_seconds": round(trainer.elapsed_seconds, 1),
+        "peak_rss_mib": round(peak_memory_mib(), 1),
+        "replicas": trainer.replicas,
+        "final_loss": trainer.final_loss,
+        "settings": dataclasses.asdict(settings),
+        **extra_metrics,
+    }
+    line, status = _runner.verdict(example, args.preset, metrics)
+    metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
+    single = len(problem.fields) == 1
+    first = problem.fields[0]
+    error = errors["relative_l2_error"]
+    _runner._write_results(
+        args.output,
+        metrics,
+        axes,
+        slice_prediction[first] if single else slice_prediction,
+        slice_exact[first] if single else slice_exact,
+        trainer,
+        f"{example.name}: relative L2 error {error:.2e} ({len(points)} points; picture: a slice)",
+    )
+    fields = "" if len(exact) == 1 else "".join(f", {f} {errors[f'relative_l2_error_{f}']:.3e}" for f in exact)
+    extra = "".join(f", {k} {v:.6g}" for k, v in extra_metrics.items())
+    print(
+        f"{example.name}: relative L2 error {error:.3e}{fields}{extra} at {len(points)} points, "
+        f"{trainer.elapsed_seconds:.0f} s of solving, peak RSS {metrics['peak_rss_mib']:.0f} MiB; wrote {args.output}/"
+    )
+    print(line)
+    return status

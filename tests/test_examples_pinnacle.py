@@ -1,0 +1,180 @@
+"""The PINNacle examples with closed-form truths: poisson_nd, heat_nd, poisson_inverse, heat_inverse.
+
+Fast presets train end to end and answer ``--evaluate``; the exact solutions (and coefficients)
+solve the PDEs as the examples write them, by hodiff's derivatives in float64; the hard
+conditions hold for any network; bad ``--evaluate`` input stops with a clear message. The
+default presets against their targets are ``slow`` tests.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pinn_examples import heat_inverse, heat_nd, poisson_inverse, poisson_nd
+from pinn_examples.__main__ import main
+
+MODULES = {
+    "poisson_nd": poisson_nd,
+    "heat_nd": heat_nd,
+    "poisson_inverse": poisson_inverse,
+    "heat_inverse": heat_inverse,
+}
+FIELDS = {"poisson_nd": ("u",), "heat_nd": ("u",), "poisson_inverse": ("u", "a"), "heat_inverse": ("u", "a")}
+
+
+def _exact_solution(name):
+    """The truth as a solution function ``(N, d) -> (N, fields)`` of tensors."""
+    if name == "poisson_nd":
+        return lambda x: tf.reduce_sum(tf.sin(0.5 * np.pi * x), axis=1, keepdims=True)
+    if name == "heat_nd":
+        return lambda x: tf.exp(0.5 * tf.reduce_sum(x[:, :5] ** 2, axis=1, keepdims=True) + x[:, 5:6])
+    if name == "poisson_inverse":
+        return lambda x: tf.stack(list(poisson_inverse.exact(x[:, 0], x[:, 1]).values()), axis=1)
+    return lambda x: tf.stack(list(heat_inverse.exact(x[:, 0], x[:, 1], x[:, 2]).values()), axis=1)
+
+
+def _interior(problem, count=300, seed=3):
+    return tf.constant(problem.domain.sample_interior(count, "random", seed), tf.float64)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_exact_solution_solves_the_pde(name):
+    module = MODULES[name]
+    problem, _ = module.build(module.EXAMPLE.presets["fast"])
+    (residual,) = problem.pde_residuals(_exact_solution(name), _interior(problem), {})
+    assert np.max(np.abs(residual.numpy())) < 1e-9
+    # and a plausible slip is seen: the solution scaled by 1.01 leaves a residual
+    scaled = lambda x: 1.01 * _exact_solution(name)(x)
+    assert np.max(np.abs(problem.pde_residuals(scaled, _interior(problem), {})[0].numpy())) > 1e-3
+
+
+def test_pinnacle_sign_slip_in_the_poisson_inverse_source_is_not_consistent(monkeypatch):
+    """PINNacle writes (2x + 1), (2y + 1) in f; with the truth that leaves a residual of order 1."""
+    problem, _ = poisson_inverse.build(poisson_inverse.EXAMPLE.presets["fast"])
+    x = _interior(problem)
+    consistent = poisson_inverse.source
+
+    def slipped(x, y):
+        a = poisson_inverse.exact(x, y, ("a",))["a"]
+        shift = 2.0 * (tf.cos(np.pi * x) * tf.sin(np.pi * y) + tf.sin(np.pi * x) * tf.cos(np.pi * y))
+        return consistent(x, y) + 2.0 * np.pi * a**2 * shift  # (2x - 1) -> (2x + 1), (2y - 1) -> (2y + 1)
+
+    monkeypatch.setattr(poisson_inverse, "source", slipped)
+    assert np.max(np.abs(problem.pde_residuals(_exact_solution("poisson_inverse"), x, {})[0].numpy())) > 0.5
+
+
+def test_source_formulas_agree_with_numpy_and_tensors():
+    rng = np.random.default_rng(0)
+    x, y, t = rng.uniform(-1, 1, 50), rng.uniform(-1, 1, 50), rng.uniform(0, 1, 50)
+    np.testing.assert_allclose(
+        heat_inverse.source(tf.constant(x), tf.constant(y), tf.constant(t)).numpy(), heat_inverse.source(x, y, t)
+    )
+    np.testing.assert_allclose(
+        poisson_inverse.source(tf.constant(x), tf.constant(y)).numpy(), poisson_inverse.source(x, y)
+    )
+
+
+def test_heat_nd_neumann_condition_holds_for_the_exact_solution():
+    problem, _ = heat_nd.build(heat_nd.EXAMPLE.presets["fast"])
+    (sphere,) = problem.conditions
+    arrays = {key: tf.constant(value) for key, value in sphere.sample(problem.domain, "random", 5).items()}
+    assert np.allclose(np.linalg.norm(arrays["points"].numpy()[:, :5], axis=1), 1.0)
+    residual = problem.condition_residual(sphere, _exact_solution("heat_nd"), arrays)
+    assert np.max(np.abs(residual.numpy())) < 1e-10
+    wrong = lambda x: 1.0 + _exact_solution("heat_nd")(x)  # du/dn = u - 1 there
+    assert np.min(np.abs(problem.condition_residual(sphere, wrong, arrays).numpy())) > 0.99
+
+
+def test_hard_conditions_hold_for_any_network():
+    # heat_nd: u(x, 0) = exp(|x|^2 / 2)
+    problem, model = heat_nd.build(heat_nd.EXAMPLE.presets["fast"])
+    points = problem.domain.sample_initial(50, "random", 1)
+    assert np.allclose(points[:, 5], 0.0)
+    values = problem.solution(model)(tf.constant(points)).numpy()[:, 0]
+    np.testing.assert_allclose(values, heat_nd.exact(points), rtol=1e-12)
+    # poisson_inverse: a on the sides of the square
+    problem, model = poisson_inverse.build(poisson_inverse.EXAMPLE.presets["fast"])
+    side = np.linspace(0.0, 1.0, 11)
+    sides = np.concatenate([np.stack([side, np.full_like(side, end)], 1) for end in (0.0, 1.0)])
+    sides = np.concatenate([sides, sides[:, ::-1]])
+    a = problem.solution(model)(tf.constant(sides)).numpy()[:, 1]
+    np.testing.assert_allclose(a, poisson_inverse.exact(sides[:, 0], sides[:, 1])["a"], rtol=1e-12)
+    # heat_inverse: u at t = 0 and on the sides, a on the sides (a = 2)
+    problem, model = heat_inverse.build(heat_inverse.EXAMPLE.presets["fast"])
+    rng = np.random.default_rng(2)
+    initial = np.stack([rng.uniform(-1, 1, 20), rng.uniform(-1, 1, 20), np.zeros(20)], axis=1)
+    walls = np.stack([np.repeat([-1.0, 1.0], 10), rng.uniform(-1, 1, 20), rng.uniform(0, 1, 20)], axis=1)
+    walls = np.concatenate([walls, walls[:, [1, 0, 2]]])
+    values = problem.solution(model)(tf.constant(np.concatenate([initial, walls]))).numpy()
+    truth = heat_inverse.exact(*np.concatenate([initial, walls]).T)
+    np.testing.assert_allclose(values[:20, 0], truth["u"][:20], atol=1e-12)
+    np.testing.assert_allclose(values[20:, 0], 0.0, atol=1e-12)
+    np.testing.assert_allclose(values[20:, 1], 2.0, atol=1e-12)
+
+
+def test_heat_inverse_coefficient_does_not_depend_on_time():
+    problem, model = heat_inverse.build(heat_inverse.EXAMPLE.presets["fast"])
+    points = np.array([[0.3, -0.2, 0.0], [0.3, -0.2, 0.5], [0.3, -0.2, 1.0]])
+    a = problem.solution(model)(tf.constant(points)).numpy()[:, 1]
+    assert np.ptp(a) < 1e-12
+
+
+def test_observations_are_fixed_and_noisy():
+    points, values = poisson_inverse.observations()
+    assert points.shape == (2500, 2) and np.unique(points[:, 0]).size == 50
+    noise = values - poisson_inverse.exact(points[:, 0], points[:, 1], ("u",))["u"]
+    assert 0.09 < np.std(noise) < 0.11
+    np.testing.assert_array_equal(values, poisson_inverse.observations()[1])
+    points, values = heat_inverse.observations()
+    assert points.shape == (2500, 3) and points[:, 2].min() >= 0.0 and np.abs(points[:, :2]).max() <= 1.0
+    noise = values - heat_inverse.exact(*points.T, ("u",))["u"]
+    assert 0.09 < np.std(noise) < 0.11
+
+
+def _evaluation_points(name):
+    module = MODULES[name]
+    problem, _ = module.build(module.EXAMPLE.presets["fast"])
+    return problem.domain.sample_interior(7, "random", 11)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_fast_preset_trains_evaluates_and_refuses_bad_points(name, tmp_path, capsys):
+    output = tmp_path / name
+    assert main([name, "--preset", "fast", "--output", str(output), "--no-progress"]) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["relative_l2_error"] < metrics["initial_relative_l2_error"]
+    for field in FIELDS[name]:
+        assert np.isfinite(metrics[f"relative_l2_error_{field}"])
+    assert (output / "field.png").exists() and (output / "prediction.npz").exists()
+    points = _evaluation_points(name)
+    np.save(tmp_path / "points.npy", points)
+    assert main([name, "--evaluate", str(tmp_path / "points.npy"), "--output", str(output)]) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert set(evaluation.files) == {"points", *FIELDS[name]}
+        assert all(evaluation[field].shape == (7,) for field in FIELDS[name])
+    # the wrong number of columns names the coordinates to give
+    np.save(tmp_path / "wrong.npy", points[:, :-1])
+    with pytest.raises(SystemExit, match=r"columns.*give \d columns in that order"):
+        main([name, "--evaluate", str(tmp_path / "wrong.npy"), "--output", str(output)])
+    # a point outside the domain stops, unless --outside nan
+    outside = points.copy()
+    outside[0, 0] = 5.0
+    np.save(tmp_path / "outside.npy", outside)
+    with pytest.raises(SystemExit, match="outside"):
+        main([name, "--evaluate", str(tmp_path / "outside.npy"), "--output", str(output)])
+    assert main([name, "--evaluate", str(tmp_path / "outside.npy"), "--output", str(output), "--outside", "nan"]) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert np.isnan(evaluation[FIELDS[name][0]][0]) and np.all(np.isfinite(evaluation[FIELDS[name][0]][1:]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_default_preset_meets_its_target(name, tmp_path):
+    output = tmp_path / name
+    assert main([name, "--output", str(output), "--no-progress"]) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["target_met"] is True
+    if "a" in FIELDS[name]:
+        assert metrics["relative_l2_error_u"] <= 1e-2 and metrics["relative_l2_error_a"] <= 1e-2
