@@ -152,7 +152,7 @@ def test_fast_preset_trains_evaluates_and_refuses_bad_points(name, tmp_path, cap
     np.save(tmp_path / "points.npy", points)
     assert main([name, "--evaluate", str(tmp_path / "points.npy"), "--output", str(output)]) == 0
     with np.load(output / "evaluation.npz") as evaluation:
-        assert set(evaluation.files) == {"points", *FIELDS[name]}
+        assert set(evaluation.files) == {"points", "checkpoint", "step", *FIELDS[name]}
         assert all(evaluation[field].shape == (7,) for field in FIELDS[name])
     # the wrong number of columns names the coordinates to give
     np.save(tmp_path / "wrong.npy", points[:, :-1])
