@@ -56,9 +56,8 @@ INTERIOR, BOUNDARY, INITIAL = 2540, 80, 160
 def hodiff_trainer(partials_method: str = "nested") -> pinn.Trainer:
     problem = burgers.problem(conditions_count=(BOUNDARY, INITIAL)).replace(partials_method=partials_method)
     model = pinn.mlp(problem.domain, width=20, depth=3, dtype="float32")
-    return pinn.Trainer(
-        problem, model, interior=INTERIOR, steps_per_call=STEPS_PER_CALL, log_every=STEPS_PER_CALL, progress=False
-    )
+    schedule = pinn.Schedule(steps_per_call=STEPS_PER_CALL, log_every=STEPS_PER_CALL, progress=False)
+    return pinn.Trainer(pinn.TrainingData(problem, interior=INTERIOR), model, schedule=schedule)
 
 
 def plain_tf_step(trainer: pinn.Trainer, jit_compile: bool):

@@ -1,4 +1,4 @@
-"""Old import paths kept for one release: a module-level ``__getattr__`` that warns and forwards.
+"""Old import paths and names kept for one release: aliases that warn and forward.
 
 A moved module leaves a thin alias at its old path::
 
@@ -11,6 +11,7 @@ itself, so identity checks and ``isinstance`` keep working.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from collections.abc import Callable
@@ -54,3 +55,34 @@ def moved(old: str, new: str) -> tuple[Callable[[str], Any], Callable[[], list[s
         return sorted(public)
 
     return __getattr__, __dir__, public
+
+
+def warn_renamed(old: str, new: str) -> None:
+    """Emits the one DeprecationWarning of a moved name, pointing at its replacement."""
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release; use {new}.", DeprecationWarning, stacklevel=3
+    )
+
+
+def alias(function: Callable, old: str, new: str) -> Callable:
+    """``function`` under its old name: the same call, with a DeprecationWarning."""
+
+    @functools.wraps(function)
+    def deprecated(*args: Any, **kwargs: Any) -> Any:
+        warn_renamed(old, new)
+        return function(*args, **kwargs)
+
+    return deprecated
+
+
+def module_getattr(module: str, names: dict[str, tuple[Any, str]]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` serving an old module's names, each with a DeprecationWarning."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        target, new = names[name]
+        warn_renamed(f"{module}.{name}", new)
+        return target
+
+    return __getattr__

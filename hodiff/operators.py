@@ -42,11 +42,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from hodiff import _validate
+from hodiff import _deprecation, _validate
 from hodiff._tower import MultiIndex, derivative_tower
 from hodiff.derivatives import hvp, vjp
 from hodiff.estimators import Estimate, mean_and_stderr, rademacher
-from hodiff.jets import _deprecation, propagation, stde
+from hodiff.jets import propagation, stde
 from hodiff.jets.stde import SAMPLINGS
 
 Field = Callable[[tf.Tensor], tf.Tensor]

@@ -12,9 +12,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from hodiff import operators
+from hodiff import _deprecation, operators
 from hodiff.estimators import Estimate
-from hodiff.jets import _deprecation
 from hodiff.jets import stde as _stde
 
 

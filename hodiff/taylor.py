@@ -4,8 +4,8 @@ Use :func:`hodiff.laplacian` / :mod:`hodiff.operators` (``method="forward"``); t
 :mod:`hodiff.jets.propagation`. Every name here warns with a ``DeprecationWarning``.
 """
 
-from hodiff import jets
-from hodiff.jets import _deprecation, propagation, rules
+from hodiff import _deprecation, jets
+from hodiff.jets import propagation, rules
 
 __getattr__ = _deprecation.module_getattr(
     "hodiff.taylor",

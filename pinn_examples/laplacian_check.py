@@ -42,7 +42,8 @@ def main(argv=None) -> int:
     compiled = lambda fn: tf.function(fn, jit_compile=True)
     nested = compiled(hodiff.laplacian(model, method="nested"))(x).numpy()[:, 0]
     forward = compiled(hodiff.laplacian(model, method="forward"))(x).numpy()[:, 0]
-    estimate = compiled(lambda x: hodiff.stochastic_laplacian(model, x, num_probes=args.probes, seed=args.seed))(x)
+    by_probes = hodiff.operators.Laplacian().estimate(model, "hutchinson", num_samples=args.probes, seed=args.seed)
+    estimate = compiled(by_probes)(x)
     hutchinson, stderr = estimate.value.numpy()[:, 0], estimate.stderr.numpy()[:, 0]
     reference, reference_error = reference_laplacian(model, x)
 

@@ -20,7 +20,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from hodiff.jets import _deprecation, directions, propagation, rules, stde, taylor
+from hodiff import _deprecation
+from hodiff.jets import directions, propagation, rules, stde, taylor
 from hodiff.jets.directions import SparseDirections
 from hodiff.jets.propagation import Jet
 from hodiff.jets.taylor import JET_METHODS, check_order, directional_derivative, taylor_coefficients

@@ -7,10 +7,9 @@ optimiser (:class:`Trainer`, :class:`PINNModel`) -> run log (:class:`~hodiff.pin
 from __future__ import annotations
 
 import importlib
-import warnings as _warnings
 from typing import Any
 
-from hodiff._deprecation import warn_moved
+from hodiff._deprecation import warn_moved, warn_renamed
 from hodiff.pinn import backup, callbacks, conditions, geometry, metrics, names, runlog, saving
 from hodiff.pinn.backup import BackupCallback
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, EarlyStopping, RelativeL2Error, ResidualResampling
@@ -120,6 +119,6 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_PLUMBING[name]), name)
     if name in _RENAMED:
         new = _RENAMED[name]
-        _warnings.warn(f"hodiff.pinn.{name} is deprecated; use hodiff.pinn.{new}.", DeprecationWarning, stacklevel=2)
+        warn_renamed(f"hodiff.pinn.{name}", f"hodiff.pinn.{new}")
         return globals()[new]
     raise AttributeError(f"module 'hodiff.pinn' has no attribute {name!r}")

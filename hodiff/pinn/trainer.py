@@ -41,7 +41,6 @@ import contextlib
 import dataclasses
 import logging
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +51,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from hodiff import _validate
+from hodiff._deprecation import warn_renamed
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, ResidualResampling
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.networks import is_mixed
@@ -561,11 +561,7 @@ def __getattr__(name: str) -> Any:
     ``relative_l2_error`` (now :func:`hodiff.pinn.metrics.relative_l2_errors`)."""
     if name not in _DEPRECATED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"hodiff.pinn.trainer.{name} is deprecated; use hodiff.pinn.{_DEPRECATED[name]}.",
-        DeprecationWarning,
-        stacklevel=2,
-    )
+    warn_renamed(f"hodiff.pinn.trainer.{name}", f"hodiff.pinn.{_DEPRECATED[name]}")
     return ResidualResampling if name == "Resampling" else _relative_l2_error
 
 
