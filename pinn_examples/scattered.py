@@ -83,7 +83,7 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
             not args.no_progress,
             strategy,
         )
-    except (FileExistsError, FileNotFoundError, ValueError) as error:
+    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:  # as _runner.run
         raise SystemExit(f"{example.name}: {error}") from None
     print(f"{example.name}: {dataclasses.asdict(settings)}")
     if "initial_relative_l2_error" not in trainer.run_info:
