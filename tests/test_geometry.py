@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from hodiff import pinn
 from hodiff.checks import in_mode
 from hodiff.pinn import (
     Ball,
@@ -378,3 +379,51 @@ def test_csg_distance_is_positive_inside_a_hole_in_a_hole_and_disjoint_disks():
     pair = Disk((0, 0), 1.0) | Disk((3, 0), 1.0)
     values = in_mode(lambda x: pair.distance(x), "xla")(tf.constant([[0.5, 0.0], [3.2, 0.1], [5.0, 0.0]]))
     assert np.all(values.numpy()[:2] > 0) and values.numpy()[2] < 0, "negative outside"
+
+
+def test_boundary_names_are_qualified_by_shape_and_ambiguous_names_refused():
+    """Issue 23.1: on a plate with a round and a square hole, "left" also named the square hole's left face."""
+    unnamed = (
+        Rectangle(("x", "y"), (0, 0), (2, 1)) - Disk((0.5, 0.5), 0.2) - Rectangle(("x", "y"), (1.3, 0.4), (1.5, 0.6))
+    )
+    for face in ("left", "right", "top", "bottom"):
+        with pytest.raises(ValueError, match=rf"where='{face}' is ambiguous.*'rectangle1.{face}', 'rectangle2.{face}'"):
+            unnamed.sample_boundary(16, where=face)
+    left, normals = unnamed.sample_boundary(64, where="rectangle1.left")
+    assert np.all(left[:, 0] == 0.0) and np.all(normals[:, 0] == -1.0)
+    square_left, normals = unnamed.sample_boundary(64, where="rectangle2.left")
+    assert np.all(square_left[:, 0] == 1.3) and np.all(normals[:, 0] == 1.0), "into the hole"
+    circle, _ = unnamed.sample_boundary(64, where="disk")
+    np.testing.assert_allclose(np.hypot(circle[:, 0] - 0.5, circle[:, 1] - 0.5), 0.2)
+    # names given to the operands qualify the pieces; a list selects several
+    plate = (
+        Rectangle(("x", "y"), (0, 0), (2, 1), name="plate")
+        - Disk((0.5, 0.5), 0.2, name="hole")
+        - Rectangle(("x", "y"), (1.3, 0.4), (1.5, 0.6), name="square")
+    )
+    assert {"plate.left", "square.left", "hole", "square", "plate"} <= set(plate.boundary_names)
+    assert "left" not in plate.boundary_names
+    ends, _ = plate.sample_boundary(200, where=["plate.left", "plate.right"], seed=1)
+    assert set(np.unique(ends[:, 0])) == {0.0, 2.0} and abs(np.mean(ends[:, 0] == 0.0) - 0.5) < 0.1
+    holes, _ = plate.sample_boundary(300, where=("hole", "square"), seed=2)
+    on_circle = np.isclose(np.hypot(holes[:, 0] - 0.5, holes[:, 1] - 0.5), 0.2)
+    on_square = (holes[:, 0] >= 1.3 - 1e-12) & (holes[:, 0] <= 1.5 + 1e-12)
+    assert np.all(on_circle | on_square) and on_circle.any() and on_square.any()
+    # a condition's where= goes the same way, and the distance function takes the names and lists too
+    with pytest.raises(ValueError, match=r"Dirichlet 'inlet'.*ambiguous.*\['plate.left', 'square.left'\]"):
+        pinn.Dirichlet(1.0, count=16, where="left", name="inlet").sample(plate, "sobol", 0)
+    inlet = pinn.Dirichlet(1.0, count=64, where="plate.left", name="inlet").sample(plate, "sobol", 0)
+    assert np.all(inlet["points"][:, 0] == 0.0)
+    x = tf.constant(np.array([[0.0, 0.3], [1.3, 0.5], [2.0, 0.5]]))
+    phi = plate.distance(x, where=["plate.left", "square.left"]).numpy()
+    assert abs(phi[0]) < 1e-6 and abs(phi[1]) < 1e-6 and phi[2] > 0.1
+    with pytest.raises(ValueError, match="ambiguous"):
+        plate.distance(x, where="left")
+    # an unambiguous bare name keeps working: one shape's faces, and a name shared on purpose
+    assert np.all(SQUARE.sample_boundary(8, where="left")[0][:, 0] == -0.5)
+    assert np.all(
+        (Rectangle(("x", "y"), (0, 0), (1, 1)) - Disk((0.5, 0.5), 0.2)).sample_boundary(8, where="left")[0][:, 0] == 0
+    )
+    assert len(PLATE.sample_boundary(8, where="circles")[0]) == 8
+    with pytest.raises(ValueError, match="list of piece names"):
+        plate.sample_boundary(8, where=["plate.left", 3])

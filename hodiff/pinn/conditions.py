@@ -114,7 +114,8 @@ class Condition:
       on: ``"boundary"`` (the spatial boundary at all times, or the part ``where`` selects),
         ``"initial"`` (t = t0), ``"interior"``, or an ``(N, d)`` array of points in the order of
         the domain's coordinates (then ``count`` is ignored).
-      where: which part: a boundary piece name (``"right"``), a geometry operand, or a predicate
+      where: which part: a boundary piece name (``"right"``, ``"plate.left"`` on a CSG domain) or a
+        list of them, a geometry operand, or a predicate
         ``where(x) -> bool array`` with ``x`` the coordinate columns as numpy arrays (the only
         choice for ``"initial"`` and ``"interior"``). ``None``: everywhere.
       count: number of points sampled (``on`` a place).

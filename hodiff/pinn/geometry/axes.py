@@ -84,7 +84,7 @@ class Product(Geometry):
 
     def sample_boundary(self, count: int, method: str = "sobol", seed: int = 0, where: Any = None):
         """Boundary points at all times and parameter values (see :meth:`Geometry.sample_boundary`)."""
-        if not isinstance(self.inner, PointCloud) or where is not None and not isinstance(where, str):
+        if not isinstance(self.inner, PointCloud) or where is not None and not isinstance(where, (str, list, tuple)):
             return super().sample_boundary(count, method, seed, where)
         xs, ns = self.inner.sample_boundary(count, method, seed, where)
         unit = unit_samples(count, len(self.extras), method, seed + 1)
@@ -96,8 +96,8 @@ class Product(Geometry):
     def _space_interior(self, count, method, seed):
         return self.inner._space_interior(count, method, seed)
 
-    def _keep_boundary(self, xs, normals, piece):
-        return self.inner._keep_boundary(xs, normals, piece)
+    def _keep_boundary(self, xs, normals, piece, pieces):
+        return self.inner._keep_boundary(xs, normals, piece, pieces)
 
     def _distance_pieces(self, where):
         return self.inner._distance_pieces(where)

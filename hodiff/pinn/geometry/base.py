@@ -9,7 +9,7 @@ uniformly in arc length / area, and joins the pieces' distance functions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,32 @@ def check_points(geometry: Geometry, points: Any, caller: str) -> np.ndarray:
             f"shape {points.shape}; give one column per coordinate."
         )
     return points
+
+
+def shape_kind(shape: Geometry) -> str:
+    """The default label of an unnamed shape: ``"interval"``, ``"rectangle"``, ``"box"``, ``"disk"``..."""
+    kind = type(shape).__name__.lower()
+    if kind == "box":
+        return {1: "interval", 2: "rectangle"}.get(len(shape.space), "box")
+    return kind
+
+
+def shape_labels(leaves: list[Geometry]) -> dict[int, str]:
+    """A unique label per shape (keyed by ``id``): its ``name`` or kind, numbered from 1 when it repeats."""
+    bases = [leaf.name or shape_kind(leaf) for leaf in leaves]
+    labels: dict[int, str] = {}
+    taken: set[str] = set()
+    for leaf, base in zip(leaves, bases):
+        if bases.count(base) == 1 and base not in taken:
+            label = base
+        else:
+            number = 1
+            while f"{base}{number}" in taken or f"{base}{number}" in bases:
+                number += 1
+            label = f"{base}{number}"
+        labels[id(leaf)] = label
+        taken.add(label)
+    return labels
 
 
 class Geometry:
@@ -120,8 +146,11 @@ class Geometry:
                 )
         raise AssertionError  # pragma: no cover
 
-    def _keep_boundary(self, xs: np.ndarray, normals: np.ndarray, piece: np.ndarray) -> np.ndarray:
-        """Which candidate boundary points lie on the boundary (all, for a primitive)."""
+    def _keep_boundary(self, xs: np.ndarray, normals: np.ndarray, piece: np.ndarray, pieces: list[Piece]) -> np.ndarray:
+        """Which candidate boundary points lie on the boundary (all, for a primitive).
+
+        ``piece`` gives each point's index in ``pieces``, the pieces being sampled.
+        """
         return np.ones(len(xs), dtype=bool)
 
     # ----- helpers --------------------------------------------------------------------------------
@@ -150,20 +179,60 @@ class Geometry:
             points[:, self.coords.index(name)] = low + unit_extras[:, j] * (high - low)
         return points
 
-    def _selected_pieces(self, where: Any, caller: str) -> list[Piece]:
+    def _named_pieces(self) -> list[Piece]:
+        """The boundary pieces, with qualified names (``"plate.left"``) when they come from several shapes.
+
+        Each shape (leaf) is labelled by its ``name=``, or by its kind (``"rectangle"``, ``"disk"``,
+        ``"polygon"``...) when unnamed, numbered in operand order when a label repeats
+        (``"rectangle1"``, ``"rectangle2"``). A piece is then also named ``"<label>"`` and
+        ``"<label>.<piece>"`` for each of its own names.
+        """
         pieces = self._pieces()
-        if isinstance(where, str):
-            chosen = [p for p in pieces if where in p.names]
-            if not chosen:
+        leaves = self._leaves()
+        if len(leaves) < 2:
+            return pieces
+        labels = shape_labels(leaves)
+        named = []
+        for piece in pieces:
+            label = labels[id(piece.leaf)]
+            qualified = [label] + [f"{label}.{n}" for n in piece.names if n != piece.leaf.name]
+            names = piece.names + tuple(n for n in qualified if n not in piece.names)
+            named.append(replace(piece, names=names))
+        return named
+
+    def _selected_pieces(self, where: Any, caller: str) -> list[Piece]:
+        """The pieces ``where`` names (all for ``None``, a predicate or an operand), in boundary order."""
+        pieces = self._named_pieces()
+        if where is None or not isinstance(where, (str, list, tuple)):
+            return pieces
+        names = [where] if isinstance(where, str) else list(where)
+        if not names or not all(isinstance(n, str) for n in names):
+            raise ValueError(
+                f"{caller}: where={where!r} must be a piece name or a non-empty list of piece names (str); the "
+                f"names are {self.boundary_names}."
+            )
+        chosen: set[int] = set()
+        for name in names:
+            matches = [i for i, p in enumerate(pieces) if name in p.names]
+            if not matches:
                 raise ValueError(
-                    f"{caller}: where={where!r} is not a boundary piece of {self!r}; the pieces are "
+                    f"{caller}: where={name!r} is not a boundary piece of {self!r}; the pieces are "
                     f"{self.boundary_names}."
                 )
-            return chosen
-        return pieces
+            shapes = list({id(pieces[i].leaf): pieces[i].leaf for i in matches}.values())
+            if len(shapes) > 1 and not all(shape.name == name for shape in shapes):
+                labels = shape_labels(self._leaves())
+                qualified = list(dict.fromkeys(f"{labels[id(pieces[i].leaf)]}.{name}" for i in matches))
+                raise ValueError(
+                    f"{caller}: where={name!r} is ambiguous: it names boundary pieces of {len(shapes)} shapes of "
+                    f"{self!r}: {qualified}. Name the one you mean (where={qualified[0]!r}, qualified by the shape's "
+                    f"name= or its default label), or pass a list for several (where={qualified!r})."
+                )
+            chosen.update(matches)
+        return [p for i, p in enumerate(pieces) if i in chosen]
 
     def _where_mask(self, where: Any, points: np.ndarray, normals: np.ndarray) -> np.ndarray:
-        if where is None or isinstance(where, str):
+        if where is None or isinstance(where, (str, list, tuple)):
             return np.ones(len(points), dtype=bool)
         if isinstance(where, Geometry):
             operand = where
@@ -191,11 +260,23 @@ class Geometry:
     # ----- public API -----------------------------------------------------------------------------
     @property
     def boundary_names(self) -> tuple[str, ...]:
-        """The named boundary pieces (a name may cover several pieces)."""
+        """The names ``where=`` accepts (a name may cover several pieces).
+
+        On a CSG domain these include the qualified names ``"<shape>.<piece>"`` (see
+        ``where`` in :meth:`sample_boundary`); a bare face name shared by several shapes is left out.
+        """
+        pieces = self._named_pieces()
         names: list[str] = []
-        for piece in self._pieces():
+        for piece in pieces:
             names += [n for n in piece.names if n not in names]
-        return tuple(names)
+        if len(self._leaves()) < 2:
+            return tuple(names)
+        owners: dict[str, set[int]] = {}
+        for piece in pieces:
+            for n in piece.names:
+                owners.setdefault(n, set()).add(id(piece.leaf))
+        shared = {leaf.name for leaf in self._leaves()}
+        return tuple(n for n in names if len(owners[n]) == 1 or n in shared)
 
     def contains(self, points: Any) -> np.ndarray:
         """Membership of the closed domain, ``(N,)`` bool (tolerance 1e-9 of the domain's size).
@@ -236,9 +317,12 @@ class Geometry:
           count: number of points.
           method: ``"random"``, ``"lhs"`` or ``"sobol"``.
           seed: an int.
-          where: ``None`` (the whole boundary), a piece name (see ``boundary_names``), a predicate
-            ``where(x) -> bool array`` (``x`` maps coordinate names to numpy columns), or a geometry
-            operand (the points on that operand's boundary).
+          where: ``None`` (the whole boundary), a piece name (see ``boundary_names``) or a list of
+            them, a predicate ``where(x) -> bool array`` (``x`` maps coordinate names to numpy
+            columns), or a geometry operand (the points on that operand's boundary). On a CSG domain
+            a name may be qualified by the shape, ``"plate.left"`` (the shape's ``name=``, or its kind
+            when unnamed: ``"rectangle1"``, ``"disk"``); a bare name such as ``"left"`` that names
+            faces of several shapes is refused with the qualified names listed.
 
         Returns:
           ``(points, normals)``, both ``(count, d)``; normals are outward unit vectors, zero in the
@@ -264,7 +348,7 @@ class Geometry:
             normals = self._assemble(ns, np.zeros((len(batch), len(self.extras))))
             for name in self.extras:
                 normals[:, self.coords.index(name)] = 0.0
-            mask = self._keep_boundary(xs, ns, choice) & self._where_mask(where, points, normals)
+            mask = self._keep_boundary(xs, ns, choice, pieces) & self._where_mask(where, points, normals)
             kept_points.append(points[mask])
             kept_normals.append(normals[mask])
             tried += len(batch)
@@ -327,7 +411,8 @@ class Geometry:
 
         Args:
           x: ``(N, d)`` tensor, columns in ``coords`` order (time and parameters are ignored).
-          where: ``None`` (the whole boundary), a piece name, or a geometry operand of a CSG domain.
+          where: ``None`` (the whole boundary), a piece name or a list of them (as in
+            :meth:`sample_boundary`), or a geometry operand of a CSG domain.
 
         Returns:
           ``(N,)`` tensor of x's dtype.
@@ -366,7 +451,7 @@ class Geometry:
         return signs[key]
 
     def _distance_pieces(self, where: Any) -> list[Piece]:
-        if where is None or isinstance(where, str):
+        if where is None or isinstance(where, (str, list, tuple)):
             return self._selected_pieces(where, "distance")
         if isinstance(where, Geometry):
             chosen = [p for p in self._pieces() if any(p.leaf is leaf for leaf in where._leaves())]

@@ -92,11 +92,10 @@ class CSG(Geometry):
             second.append(piece)
         return self.first._pieces() + second
 
-    def _keep_boundary(self, xs, normals, piece):
+    def _keep_boundary(self, xs, normals, piece, pieces):
         step = EPS * self._size
         keep = self._inside(xs - step * normals, 0.0) & ~self._inside(xs + step * normals, 0.0)
-        # a piece lying on an earlier piece (coincident edges) is drawn once: by the earlier piece
-        pieces = self._pieces()
+        # a piece lying on an earlier piece being sampled (coincident edges) is drawn once: by the earlier piece
         for index in np.unique(piece[keep]):
             rows = np.flatnonzero(keep & (piece == index))
             for earlier in pieces[:index]:

@@ -97,13 +97,15 @@ class PointCloud(Geometry):
         """``count`` distinct boundary rows (and their normals) of the part ``where`` selects."""
         if where is None:
             mask = np.ones(len(self.boundary), dtype=bool)
-        elif isinstance(where, str):
-            if where not in self.boundary_names:
+        elif isinstance(where, (str, list, tuple)):
+            names = [where] if isinstance(where, str) else list(where)
+            unknown = [n for n in names if n not in self.boundary_names]
+            if unknown or not names:
                 raise ValueError(
-                    f"PointCloud.sample_boundary: where={where!r} is not a boundary label; the labels "
-                    f"are {self.boundary_names}."
+                    f"PointCloud.sample_boundary: where={where!r} is not a boundary label or a list of them; the "
+                    f"labels are {self.boundary_names}."
                 )
-            mask = np.asarray(self.labels == where, dtype=bool)
+            mask = np.isin(np.asarray(self.labels), names)
         else:
             mask = self._where_mask(where, self.boundary, self.normals)
         if not mask.any():
