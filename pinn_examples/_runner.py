@@ -32,6 +32,7 @@ import math
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -177,17 +178,17 @@ def grid_points(axes: dict[str, np.ndarray], coords: tuple[str, ...]) -> np.ndar
 
 
 def inside_domain(domain: Any, points: np.ndarray) -> np.ndarray:
-    """``(N,)`` booleans: ``domain.contains(points)`` when the domain has it, else its bounding box."""
-    if hasattr(domain, "contains"):
-        return np.asarray(domain.contains(points), dtype=bool)
-    low, high = np.asarray(domain.low, dtype=np.float64), np.asarray(domain.high, dtype=np.float64)
-    tolerance = 1e-9 * np.max(high - low)
-    return np.all((points >= low - tolerance) & (points <= high + tolerance), axis=1)
+    """``(N,)`` booleans: the points inside the domain (:func:`hodiff.pinn.geometry.inside_domain`)."""
+    from hodiff.pinn.geometry import inside_domain as inside  # imported on use: --help does not import TensorFlow
+
+    return inside(domain, points)
 
 
 def predict_fields(trainer: Any, grid: np.ndarray, shape: tuple[int, ...], outside: np.ndarray) -> dict:
     """``{field: array of shape}`` predicted on ``grid``; NaN at the ``outside`` grid points."""
-    values = trainer.predict(grid).astype(np.float64)
+    with warnings.catch_warnings():  # the points outside the domain are expected here: they become NaN below
+        warnings.filterwarnings("ignore", message=".*outside the domain", category=UserWarning)
+        values = trainer.predict(grid).astype(np.float64)
     values[outside.ravel()] = np.nan
     return {name: values[:, i].reshape(shape) for i, name in enumerate(trainer.problem.fields)}
 

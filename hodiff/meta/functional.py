@@ -9,7 +9,9 @@ call (or any ``f(params, x)``) for :func:`hodiff.meta.inner_loop` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import keras
@@ -18,6 +20,7 @@ import tensorflow as tf
 __all__ = ["FunctionalModel"]
 
 _RUNNING_STATISTICS = (keras.layers.BatchNormalization,)
+_DROPOUT = (keras.layers.Dropout, keras.layers.GaussianDropout, keras.layers.AlphaDropout)  # SpatialDropout: Dropout
 
 
 class FunctionalModel:
@@ -34,7 +37,11 @@ class FunctionalModel:
         running averages updated by inner steps on support sets would be wrong for every other
         task; ``True`` normalises with the statistics of the batch being evaluated at every
         inner step and at the query (the transductive setting of Finn et al. 2017), and never
-        updates the running averages.
+        updates the running averages. Dropout stays off unless ``dropout=True``.
+      dropout: for models with Dropout layers (``Dropout``, ``SpatialDropout*``,
+        ``GaussianDropout``, ``AlphaDropout``): ``False`` (default) runs them in inference mode
+        (inactive, with a warning when the model has any); ``True`` drops units at every inner
+        step and at the query, a fresh mask per call (the layers' seed states advance).
 
     Example:
       ```python
@@ -47,10 +54,14 @@ class FunctionalModel:
     """
 
     def __init__(
-        self, model: keras.Model | Callable, parameters: Sequence[Any] | None = None, batch_statistics: bool = False
+        self,
+        model: keras.Model | Callable,
+        parameters: Sequence[Any] | None = None,
+        batch_statistics: bool = False,
+        dropout: bool = False,
     ):
         caller = "FunctionalModel"
-        self.batch_statistics = batch_statistics
+        self.batch_statistics, self.dropout = batch_statistics, dropout
         if isinstance(model, keras.Model):
             if not model.built or not model.weights:
                 raise ValueError(
@@ -63,12 +74,23 @@ class FunctionalModel:
             if with_statistics and not batch_statistics:
                 raise ValueError(
                     f"{caller}: layers {with_statistics} keep running statistics, which inner steps "
-                    f"on one task's support set would overwrite for every task. Pass "
-                    f"batch_statistics=True to normalise with each evaluated batch's own statistics "
+                    f"on one task's support set would overwrite for every task. Wrap the model as "
+                    f"FunctionalModel(model, batch_statistics=True) (and pass that to MetaLearner or inner_loop "
+                    f"instead of the model) to normalise with each evaluated batch's own statistics "
                     f"(running averages untouched), or use LayerNormalization instead."
                 )
+            dropouts = [layer for layer in model._flatten_layers() if isinstance(layer, _DROPOUT)]
+            if dropouts and not dropout:
+                warnings.warn(
+                    f"{caller}: layers {[layer.name for layer in dropouts]} are dropout layers, which the inner loop "
+                    "and the query run inactive (inference mode), so they drop nothing during meta-learning. Pass "
+                    "FunctionalModel(model, dropout=True) (and that to MetaLearner) to drop units at every call, or "
+                    "remove them.",
+                    UserWarning,
+                    stacklevel=2,
+                )
             self.model, self.variables = model, list(model.trainable_variables)
-            self.function = _stateless_function(model, training=batch_statistics)
+            self.function = _stateless_function(model, batch_statistics, dropouts if dropout else [], dropouts)
         elif callable(model):
             if parameters is None:
                 raise ValueError(f"{caller}: a plain callable f(params, x) needs parameters=[initial tensors].")
@@ -108,13 +130,38 @@ class FunctionalModel:
         return len(inputs[0].shape) if inputs and len(inputs) == 1 else None
 
 
-def _stateless_function(model: keras.Model, training: bool) -> Callable[[Sequence[tf.Tensor], Any], tf.Tensor]:
+def _stateless_function(
+    model: keras.Model, batch_statistics: bool, active: list, dropouts: list
+) -> Callable[[Sequence[tf.Tensor], Any], tf.Tensor]:
     """``f(params, x)``: ``model`` run on ``params`` and its current non-trainable values, which
-    ``stateless_call`` never writes back."""
+    ``stateless_call`` never writes back, except the seed states of the ``active`` dropout layers
+    (so that each call draws a new mask). Keras's ``training=True`` switches both batch
+    statistics and dropout on; the ``dropouts`` not ``active`` are held at rate 0 during the call."""
+    training = batch_statistics or bool(active)
+    held = [layer for layer in dropouts if not any(layer is a for a in active)] if training else []
+    seeds = {id(layer.seed_generator.state) for layer in active}
+    written = [i for i, v in enumerate(model.non_trainable_variables) if id(v) in seeds]
 
     def function(params, x):
-        non_trainable = [tf.convert_to_tensor(v) for v in model.non_trainable_variables]
-        outputs, _ = model.stateless_call(list(params), non_trainable, x, training=training)
+        variables = model.non_trainable_variables
+        non_trainable = [tf.convert_to_tensor(v) for v in variables]
+        with _inactive(held):
+            outputs, updated = model.stateless_call(list(params), non_trainable, x, training=training)
+        for i in written:
+            variables[i].assign(updated[i])
         return outputs
 
     return function
+
+
+@contextlib.contextmanager
+def _inactive(layers: list) -> Iterator[None]:
+    """Dropout ``layers`` at rate 0 (a no-op in Keras's dropout layers) for the duration of a call."""
+    rates = [layer.rate for layer in layers]
+    try:
+        for layer in layers:
+            layer.rate = 0.0
+        yield
+    finally:
+        for layer, rate in zip(layers, rates):
+            layer.rate = rate

@@ -164,8 +164,8 @@ class MetaLearner(tf.Module):
         self.inner_optimizer = _resolve_optimizer(inner_optimizer, caller)
         self.variant, self.inner_steps, self.recompute, self.jit_compile = variant, inner_steps, recompute, jit_compile
         self.batched_function, reason = None, "it is trained with task_objective, not loss_fn"
-        if self.functional.batch_statistics:
-            reason = "it normalises with batch statistics"
+        if self.functional.batch_statistics or self.functional.dropout:
+            reason = "it normalises with batch statistics or drops units"
         elif self.supervised and vectorize is not False:
             self.batched_function, reason = batched_dense_stack(self.functional.model, self.functional.variables)
         if vectorize and self.batched_function is None:

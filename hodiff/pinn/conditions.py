@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from hodiff.pinn.names import named_partials, need_key, parse_needs
+from hodiff.pinn.names import NeededValues, named_partials, need_key, parse_needs
 
 __all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic", "Robin"]
 
@@ -331,7 +331,9 @@ class Condition:
         caller = f"condition {self.name!r}"
         parsed = parse_needs(self.needs_for(tuple(coords)), tuple(columns), coords, caller)
         x = arrays["points"]
-        d = _partials(partials, solution, x, coords, columns, parsed)
+        d = NeededValues(
+            _partials(partials, solution, x, coords, columns, parsed), f"{type(self).__name__} {self.name!r}"
+        )
         columns_x = named_columns(x, tuple(coords))
         if "normals" in arrays:
             normals = tf.cast(arrays["normals"], x.dtype)
@@ -485,7 +487,9 @@ class Periodic(Condition):
         parsed = parse_needs(self.needs, tuple(columns), coords, f"condition {self.name!r}")
         x = tf.concat([arrays["points"], arrays["partners"]], axis=0)
         count = tf.shape(arrays["points"])[0]
-        d = _partials(partials, solution, x, coords, columns, parsed)
+        d = NeededValues(
+            _partials(partials, solution, x, coords, columns, parsed), f"{type(self).__name__} {self.name!r}"
+        )
         values = [_per_point(d[key], x[:, 0], f"Periodic {self.name!r}", "the solution") for key in self.needs]
         return tf.concat([v[:count] - v[count:] for v in values], axis=0)
 

@@ -42,6 +42,7 @@ import tensorflow as tf
 
 from hodiff import _validate
 from hodiff.pinn.data import TrainingData
+from hodiff.pinn.geometry import warn_outside
 from hodiff.pinn.problem import Problem
 from hodiff.training.step import full_precision
 
@@ -306,10 +307,14 @@ class PINNModel(keras.Model):
 
     def predict(self, x: Any, batch_size: int | None = None, **kwargs: Any) -> Any:
         """The solution at points ``x`` ``(N, d)``, computed in the model's precision (Keras would cast a
-        float64 array to float32), ``batch_size`` points at a time (default up to 65536)."""
+        float64 array to float32), ``batch_size`` points at a time (default up to 65536). Points with
+        the wrong number of columns are refused; points outside the domain get a warning
+        (:func:`hodiff.pinn.geometry.warn_outside`)."""
         if isinstance(x, tf.data.Dataset):
             return super().predict(x, **kwargs)
-        points = np.asarray(x, dtype=self.dtype_policy.compute_dtype)
+        points = _validate.check_point_array(x, self.problem.domain.coords, "PINNModel.predict")
+        warn_outside(self.problem.domain, points, "PINNModel.predict")
+        points = np.asarray(points, dtype=self.dtype_policy.compute_dtype)
         dataset = tf.data.Dataset.from_tensor_slices(points).batch(batch_size or min(len(points), 65536) or 1)
         return super().predict(dataset, **kwargs)
 

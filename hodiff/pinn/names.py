@@ -28,9 +28,46 @@ import tensorflow as tf
 
 from hodiff.operators import partials
 
-__all__ = ["Need", "named_partials", "need_key", "parse_need", "parse_needs"]
+__all__ = ["MissingNeed", "Need", "NeededValues", "named_partials", "need_key", "parse_need", "parse_needs"]
 
 Need = str | tuple[str, ...]
+
+
+class MissingNeed(KeyError):
+    """A residual read ``d[entry]`` for an entry its ``needs`` does not list (a ``KeyError`` that explains)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class NeededValues(dict):
+    r"""The ``d`` a residual reads: ``{entry: (N,)}``; reading an entry not in ``needs`` raises :class:`MissingNeed`.
+
+    Args:
+      values: the computed entries.
+      owner: who declared the needs, e.g. ``"Problem"`` or ``"Condition 'wall'"`` (for the message).
+
+    Example:
+      ```python
+      import pytest
+      from hodiff.pinn.names import MissingNeed, NeededValues
+
+      d = NeededValues({"u_xx": 1.0}, "Problem")
+      with pytest.raises(MissingNeed, match=r"reads d\['u_yy'\].*needs=\('u_xx', 'u_yy'\)"):
+          d["u_yy"]
+      ```
+    """
+
+    def __init__(self, values: dict, owner: str):
+        super().__init__(values)
+        self.owner = owner
+
+    def __missing__(self, key: Any) -> Any:
+        listed = tuple(self)
+        raise MissingNeed(
+            f"{self.owner}: the residual reads d[{key!r}], which is not in its needs {listed}; needs must list "
+            f"every value and partial the residual reads: needs={(*listed, key)!r}."
+        )
 
 
 def need_key(entry: Any) -> Need:

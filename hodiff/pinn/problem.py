@@ -359,9 +359,25 @@ class Problem:
             return model  # the model itself: method="forward" propagates jets through it
 
         def solution(x):
-            return self.output_transform(named_columns(x, self.domain.coords), model(x))
+            outputs = self.output_transform(named_columns(x, self.domain.coords), model(x))
+            return self._checked_outputs(outputs, x)
 
         return solution
+
+    def _checked_outputs(self, outputs: Any, x: tf.Tensor) -> tf.Tensor:
+        """The output transform's result, refused unless it is ``(N, fields)`` (checked on static shapes)."""
+        outputs = tf.convert_to_tensor(outputs)
+        count = len(self.fields)
+        shape = outputs.shape
+        wrong_rank = shape.rank is not None and shape.rank != 2
+        wrong = wrong_rank or (shape.rank == 2 and shape[1] is not None and shape[1] != count)
+        if wrong or (shape.rank == 2 and None not in (shape[0], x.shape[0]) and shape[0] != x.shape[0]):
+            one = " For one field, return u[:, None] (or tf.reshape(u, (-1, 1)))." if shape.rank == 1 else ""
+            raise ValueError(
+                f"Problem: output_transform returned shape {tuple(shape)} for {x.shape[0]} points; it must return "
+                f"(N, {count}), one column per field {self.fields} (e.g. tf.stack([...], axis=1)).{one}"
+            )
+        return outputs
 
     def sample_points(self, interior: int, method: str = "sobol", seed: int = 0) -> dict[str, Any]:
         """The training points: ``{"interior": (interior, d), condition name: {"points": ..., ...}}``.
@@ -434,7 +450,7 @@ class Problem:
         return self._residuals(solution, x, parameters, self.named_partials(solution, x, tuple(self.needs)), seed)
 
     def _residuals(self, solution: Callable, x: tf.Tensor, parameters: dict, partials: dict, seed: Any) -> list:
-        values = dict(partials)
+        values = names.NeededValues(partials, "Problem")
         for i, (name, entry) in enumerate(self.stochastic.items()):
             draw = None if seed is None else tf.cast(seed, tf.int64) * 64 + i
             values[name] = entry.evaluate(solution, x, self.fields.index(entry.field), draw)

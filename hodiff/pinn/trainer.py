@@ -54,6 +54,7 @@ from hodiff import _validate
 from hodiff._deprecation import warn_renamed
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, ResidualResampling
 from hodiff.pinn.data import TrainingData
+from hodiff.pinn.geometry import warn_outside
 from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import Problem
 from hodiff.pinn.runlog import RunClock, RunLog
@@ -512,8 +513,13 @@ class Trainer:
 
     # ----------------------------------------------------------------------------- use
     def predict(self, points: Any, batch: int = 65536) -> np.ndarray:
-        """The solution at ``points`` ``(N, d)``: ``(N, fields)`` numpy array."""
+        """The solution at ``points`` ``(N, d)``: ``(N, fields)`` numpy array.
+
+        Warns when points lie outside the domain (space, time span, parameter ranges) the network
+        was trained on (:func:`hodiff.pinn.geometry.warn_outside`).
+        """
         points = _validate.check_point_array(points, self.problem.domain.coords, "Trainer.predict")
+        warn_outside(self.problem.domain, points, "Trainer.predict")
         parts = [
             self._predict(tf.constant(points[i : i + batch], self.dtype)).numpy()
             for i in range(0, max(len(points), 1), batch)  # no points: one empty batch, an empty (0, fields) result

@@ -179,6 +179,9 @@ def minimize_lbfgs(
     finally:
         bar.close()
     assign(tf.constant(result.x, tf.float64))
+    if str(result.message).startswith("ABNORMAL"):
+        result.message = _line_search_failed(variables)
+        logger.warning("minimize_lbfgs: %s", result.message)
     logger.info(
         "L-BFGS stopped after %d iterations and %d evaluations, loss %.4e: %s",
         result.nit,
@@ -187,3 +190,26 @@ def minimize_lbfgs(
         result.message,
     )
     return result
+
+
+def _line_search_failed(variables: list) -> str:
+    """What scipy's bare ``"ABNORMAL: "`` means (its line search found no acceptable step), the likely
+    cause for variables of this precision, and the fix."""
+    single = any(tf.as_dtype(v.dtype).size < 8 for v in variables)
+    if single:
+        cause = (
+            "Likely cause: float32 (or lower) precision near convergence: the loss and its gradient are "
+            "computed to about 1e-7 relative, which is more than the decrease a step can still make, so the "
+            "search sees rounding noise. Fix: train in float64 (pinn.mlp(..., dtype='float64') and "
+            "float64 points), or stop earlier (fewer iterations, or a larger ftol / gtol)"
+        )
+    else:
+        cause = (
+            "Likely cause: a loss that is not smooth, changes between evaluations (resampled points, dropout) "
+            "or whose gradient does not match it (a custom gradient, tf.stop_gradient); fix the loss, or stop "
+            "earlier (fewer iterations, or a larger ftol / gtol)"
+        )
+    return (
+        "ABNORMAL: line search failed: no step along the L-BFGS direction lowered the loss enough. "
+        f"{cause}. The variables hold the last accepted iterate."
+    )

@@ -34,7 +34,7 @@ The package, one concept per module: :mod:`~hodiff.pinn.geometry.sampling` (unit
 """
 
 from hodiff.pinn.geometry.axes import Parameter, TimeDomain
-from hodiff.pinn.geometry.base import Geometry
+from hodiff.pinn.geometry.base import Geometry, inside_domain, warn_outside
 from hodiff.pinn.geometry.csg import CSG
 from hodiff.pinn.geometry.point_cloud import PointCloud
 from hodiff.pinn.geometry.polygon import Polygon, Triangle
@@ -69,5 +69,7 @@ __all__ = [
     "Sphere",
     "TimeDomain",
     "Triangle",
+    "inside_domain",
     "unit_samples",
+    "warn_outside",
 ]

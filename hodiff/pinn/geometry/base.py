@@ -8,6 +8,7 @@ uniformly in arc length / area, and joins the pieces' distance functions.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,7 +19,7 @@ import tensorflow as tf
 from hodiff.pinn.geometry.distance import column_getter, r_equivalence
 from hodiff.pinn.geometry.sampling import MAX_CANDIDATES, batches, piece_choice, unit_samples
 
-__all__ = ["Geometry"]
+__all__ = ["Geometry", "inside_domain", "warn_outside"]
 
 
 EPS = 1e-6  # relative step across the boundary used to tell inside from outside
@@ -48,6 +49,49 @@ def check_points(geometry: Geometry, points: Any, caller: str) -> np.ndarray:
             f"shape {points.shape}; give one column per coordinate."
         )
     return points
+
+
+def inside_domain(domain: Any, points: np.ndarray) -> np.ndarray:
+    """``(N,)`` booleans: ``domain.contains(points)`` when the domain has it, else its bounding box.
+
+    Time and parameter columns count: a point outside the time span or a parameter's range is
+    outside (the network was not trained there).
+    """
+    if hasattr(domain, "contains"):
+        return np.asarray(domain.contains(points), dtype=bool)
+    low, high = np.asarray(domain.low, dtype=np.float64), np.asarray(domain.high, dtype=np.float64)
+    tolerance = 1e-9 * np.max(high - low)
+    return np.all((points >= low - tolerance) & (points <= high + tolerance), axis=1)
+
+
+def warn_outside(domain: Any, points: np.ndarray, caller: str) -> np.ndarray:
+    """Warns (``UserWarning``) when some ``points`` lie outside ``domain``; returns :func:`inside_domain`'s mask.
+
+    Example:
+      ```python
+      import pytest
+      from hodiff.pinn.geometry import Interval, TimeDomain, warn_outside
+
+      domain = Interval("x", 0.0, 1.0) * TimeDomain("t", 0.0, 1.0)
+      with pytest.warns(UserWarning, match="1 of 2 points are outside.*row 1: x=2, t=0.5"):
+          warn_outside(domain, [[0.5, 0.5], [2.0, 0.5]], "predict")
+      ```
+    """
+    points = np.asarray(points, dtype=np.float64)
+    inside = inside_domain(domain, points) if len(points) else np.ones(0, dtype=bool)
+    if not inside.all():
+        first = int(np.flatnonzero(~inside)[0])
+        coords = tuple(domain.coords)
+        at = ", ".join(f"{name}={value:.6g}" for name, value in zip(coords, points[first]))
+        extras = " and the time span / parameter ranges" if len(coords) > len(getattr(domain, "space", coords)) else ""
+        warnings.warn(
+            f"{caller}: {int((~inside).sum())} of {len(points)} points are outside the domain the network was "
+            f"trained on (the first is row {first}: {at}; bounds {domain.bounds}); the values there are "
+            f"extrapolations, not solutions of the problem. Predict inside the domain{extras}.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return inside
 
 
 def shape_kind(shape: Geometry) -> str:

@@ -1,0 +1,139 @@
+"""Issue 23: traps users met on their own problems, each an error or a warning that says what to do."""
+
+import logging
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hodiff import pinn
+from hodiff.meta import FunctionalModel, MetaLearner
+from hodiff.training.lbfgs import minimize_lbfgs
+
+SQUARE = pinn.Rectangle(("x", "y"), (0.0, 0.0), (1.0, 1.0))
+
+
+def laplace(needs=("u_xx", "u_yy"), residual=None, output_transform=None, fields=("u",)):
+    return pinn.Problem(
+        SQUARE,
+        needs=needs,
+        residual=residual or (lambda d, x, p: d["u_xx"] + d["u_yy"]),
+        conditions=[pinn.Dirichlet(0.0, count=8)],
+        fields=fields,
+        output_transform=output_transform,
+    )
+
+
+def trainer_for(problem, **options):
+    model = pinn.mlp(problem.domain, width=8, depth=1, outputs=len(problem.fields), seed=0)
+    return pinn.Trainer(problem, model, interior=16, progress=False, **options)
+
+
+def test_residual_reading_a_partial_not_in_needs_names_it():
+    problem = laplace(needs=("u_xx",))
+    with pytest.raises(KeyError, match=r"Problem: the residual reads d\['u_yy'\], which is not in its needs"):
+        problem.pde_residuals(lambda x: x[:, :1] ** 2, tf.ones((3, 2)), {})
+    with pytest.raises(KeyError, match=r"needs=\('u_xx', 'u_yy'\)"):
+        trainer_for(problem)
+    wall = pinn.Condition(lambda d, x, n: d["u_y"], needs=("u_x",), count=4, name="wall")
+    problem = pinn.Problem(
+        SQUARE, needs=("u_xx", "u_yy"), residual=lambda d, x, p: d["u_xx"] + d["u_yy"], conditions=[wall]
+    )
+    with pytest.raises(KeyError, match=r"Condition 'wall': the residual reads d\['u_y'\].*needs=\('u_x', 'u_y'\)"):
+        trainer_for(problem)
+
+
+def test_output_transform_with_the_wrong_shape_says_the_shape_it_must_return():
+    flat = laplace(output_transform=lambda x, outputs: x["x"] * outputs[:, 0])  # (N,), not (N, 1)
+    with pytest.raises(ValueError, match=r"output_transform returned shape \(5,\).*must return \(N, 1\).*u\[:, None\]"):
+        flat.solution(pinn.mlp(SQUARE, width=4, depth=1, seed=0))(tf.zeros((5, 2), tf.float64))
+    two = laplace(fields=("u", "v"), output_transform=lambda x, outputs: outputs[:, :1])
+    with pytest.raises(ValueError, match=r"shape \(5, 1\).*\(N, 2\), one column per field \('u', 'v'\)"):
+        two.solution(pinn.mlp(SQUARE, width=4, depth=1, outputs=2, seed=0))(tf.zeros((5, 2), tf.float64))
+    good = laplace(output_transform=lambda x, outputs: (x["x"] * outputs[:, 0])[:, None])
+    points = tf.constant([[0.0, 0.3], [0.5, 0.5]], tf.float64)
+    values = good.solution(pinn.mlp(SQUARE, width=4, depth=1, seed=0))(points)
+    assert values.shape == (2, 1) and values[0, 0] == 0.0
+
+
+def test_predict_checks_columns_and_warns_outside_the_domain():
+    domain = SQUARE * pinn.Parameter("k", 1.0, 2.0)
+    problem = pinn.Problem(
+        domain, needs=("u_xx",), residual=lambda d, x, p: d["u_xx"], conditions=[pinn.Dirichlet(0.0, count=8)]
+    )
+    trainer = trainer_for(problem)
+    with pytest.raises(
+        ValueError, match=r"Trainer.predict: `points` must have shape \(N, 3\).*columns \('x', 'y', 'k'\)"
+    ):
+        trainer.predict(np.zeros((4, 2)))
+    with pytest.warns(UserWarning, match=r"2 of 3 points are outside the domain.*row 1: x=0.5, y=0.5, k=3.*parameter"):
+        values = trainer.predict([[0.5, 0.5, 1.5], [0.5, 0.5, 3.0], [1.5, 0.5, 1.5]])
+    assert values.shape == (3, 1) and np.all(np.isfinite(values))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trainer.predict([[0.5, 0.5, 1.5], [1.0, 0.0, 2.0]])  # inside, corners included: no warning
+    keras_model = pinn.PINNModel(problem, pinn.mlp(domain, width=4, depth=1, seed=0), interior=16)
+    with pytest.raises(ValueError, match=r"PINNModel.predict: `points` must have shape \(N, 3\)"):
+        keras_model.predict(np.zeros((4, 2)), verbose=0)
+    with pytest.warns(UserWarning, match="PINNModel.predict: 1 of 1 points are outside"):
+        keras_model.predict(np.array([[2.0, 0.5, 1.5]]), verbose=0)
+
+
+def test_lbfgs_line_search_failure_is_explained(caplog):
+    @tf.custom_gradient
+    def uphill(v):
+        return tf.reduce_sum(v**2), lambda g: -2 * g * v  # a gradient that does not match the loss
+
+    for dtype, cause in ((tf.float32, "float32"), (tf.float64, "gradient does not match")):
+        v = tf.Variable([1.0, -2.0], dtype=dtype)
+        with caplog.at_level(logging.WARNING, logger="hodiff.training.lbfgs"):
+            result = minimize_lbfgs(lambda v=v: uphill(v), [v], 20)
+        assert result.message.startswith("ABNORMAL: line search failed") and cause in result.message
+        assert "stop earlier" in result.message and abs(result.fun - 5.0) < 1e-6
+        assert "line search failed" in caplog.text
+
+
+def dense_then(*layers, width=6):
+    """Dense (identity kernel, zero bias) then ``layers``: the model's output is ``layers(x)``."""
+    dense = keras.layers.Dense(width, kernel_initializer="identity", bias_initializer="zeros")
+    return keras.Sequential([keras.Input((width,)), dense, *layers])
+
+
+def test_functional_model_batchnorm_error_says_where_the_option_goes():
+    with pytest.raises(ValueError, match=r"FunctionalModel\(model, batch_statistics=True\).*MetaLearner"):
+        FunctionalModel(dense_then(keras.layers.BatchNormalization()))
+    with pytest.raises(ValueError, match=r"FunctionalModel\(model, batch_statistics=True\)"):
+        MetaLearner(dense_then(keras.layers.BatchNormalization()), loss_fn=keras.losses.MeanSquaredError())
+
+
+def test_dropout_is_separate_from_batch_statistics_and_warned_about():
+    x = tf.constant(np.random.default_rng(0).normal(size=(64, 6)), tf.float32)
+    model = dense_then(keras.layers.BatchNormalization(), keras.layers.Dropout(0.5))
+    with pytest.warns(UserWarning, match=r"\['dropout.*'\] are dropout layers.*FunctionalModel\(model, dropout=True\)"):
+        statistics = FunctionalModel(model, batch_statistics=True)
+    # batch statistics, dropout off: the batch normalised by its own mean and variance, the same at every call
+    first = statistics(statistics.parameters(), x).numpy()
+    centred = (x.numpy() - x.numpy().mean(0)) / np.sqrt(x.numpy().var(0) + 1e-3)
+    np.testing.assert_allclose(first, centred, atol=1e-5)
+    np.testing.assert_array_equal(statistics(statistics.parameters(), x).numpy(), first)
+    # dropout on: half the units zeroed, the others scaled by 2, a new mask at every call
+    both = FunctionalModel(model, batch_statistics=True, dropout=True)
+    masks = []
+    for _ in range(2):
+        out = both(both.parameters(), x).numpy()
+        kept = out != 0
+        np.testing.assert_allclose(out[kept], 2 * centred[kept], atol=1e-5)
+        assert 0.4 < kept.mean() < 0.6
+        masks.append(kept)
+    assert (masks[0] != masks[1]).mean() > 0.3
+    # dropout without batch statistics (a model without BatchNormalization): the plain values, masked
+    only = FunctionalModel(dense_then(keras.layers.Dropout(0.5)), dropout=True)
+    out = only(only.parameters(), x).numpy()
+    np.testing.assert_allclose(out[out != 0], 2 * x.numpy()[out != 0], atol=1e-6)
+    assert 0.4 < (out != 0).mean() < 0.6
+    with pytest.warns(UserWarning, match="dropout=True"):
+        plain = FunctionalModel(dense_then(keras.layers.Dropout(0.5)))
+    np.testing.assert_allclose(plain(plain.parameters(), x).numpy(), x.numpy(), atol=1e-6)  # inactive
