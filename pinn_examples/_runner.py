@@ -212,6 +212,16 @@ def number(kind: type, positive: bool = False, maximum: int | None = None) -> Ca
     return parse
 
 
+def preset_values(presets: dict[str, Any], name: str) -> str:
+    """The value of setting ``name`` in each preset, for ``--help``: ``"default: 2048, fast: 256"``
+    (the default preset first), or ``"all presets: 0.001"`` when they agree."""
+    order = ["default"] + sorted(p for p in presets if p != "default")
+    values = {preset: getattr(presets[preset], name) for preset in order}
+    if len({repr(v) for v in values.values()}) == 1:
+        return f"{'all presets' if len(values) > 1 else 'default'}: {values['default']}"
+    return ", ".join(f"{preset}: {value}" for preset, value in values.items())
+
+
 def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
     """The example's command line: ``--preset``, one flag per :class:`Settings` field, output options.
 
@@ -226,14 +236,16 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
         "--preset",
         choices=sorted(example.presets),
         default="default",
-        help="a named group of settings that the flags below override (default: %(default)s)",
+        help="a named group of settings that the flags below override (default: %(default)s); each flag's help "
+        "gives its value in every preset",
     )
     for field in dataclasses.fields(settings_type):
         flag, meta = "--" + field.name.replace("_", "-"), field.metadata
+        described = f"{meta['help']} ({preset_values(example.presets, field.name)})".replace("%", "%%")
         if isinstance(field.default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=meta["help"])
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=described)
         elif isinstance(field.default, str):
-            parser.add_argument(flag, choices=meta["choices"], default=None, help=meta["help"])
+            parser.add_argument(flag, choices=meta["choices"], default=None, help=described)
         else:
             kind = type(field.default)
             parser.add_argument(
@@ -241,7 +253,7 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
                 type=number(kind, meta["positive"], meta["maximum"]),
                 default=None,
                 metavar=kind.__name__.upper(),
-                help=meta["help"],
+                help=described,
             )
     parser.add_argument("--output", default=None, help="results directory (default: results/NAME)")
     existing = parser.add_mutually_exclusive_group()
@@ -672,12 +684,14 @@ def run(example: Example, argv: list[str] | None = None) -> int:
     A full disk stops the run with a message naming the file and the space it needs (the files
     already written stay whole: resume once there is room).
     """
-    from hodiff.pinn.runlog import DiskFullError
-
     try:
         return _run(example, argv)
-    except DiskFullError as error:
-        raise SystemExit(f"{example.name}: {error.strerror}.") from None
+    except OSError as error:
+        from hodiff.pinn.runlog import DiskFullError  # imported here: --help does not import TensorFlow
+
+        if isinstance(error, DiskFullError):
+            raise SystemExit(f"{example.name}: {error.strerror}.") from None
+        raise
 
 
 def _run(example: Example, argv: list[str] | None) -> int:

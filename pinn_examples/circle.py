@@ -19,8 +19,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff.training import transforms
-from hodiff.training.step import TrainStep
 from pinn_examples._runner import SEED_MAX, number
 
 
@@ -31,6 +29,9 @@ def circle_data(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train(args: argparse.Namespace, clip: bool) -> dict:
+    from hodiff.training import transforms  # imported on use: --help does not import TensorFlow
+    from hodiff.training.step import TrainStep
+
     """One run; returns its loss curve, skip record and accuracy."""
     keras.utils.set_random_seed(args.seed)
     model = keras.Sequential(

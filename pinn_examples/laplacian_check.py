@@ -15,12 +15,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-import hodiff
-from hodiff.checks import reference_laplacian
 from pinn_examples._runner import SEED_MAX, number
 
 
-def build_mlp(d: int, width: int, depth: int, seed: int) -> keras.Model:
+def build_mlp(d: int, width: int, depth: int, seed: int) -> "keras.Model":
     keras.utils.set_random_seed(seed)
     layers = [keras.Input((d,), dtype="float64")]
     layers += [keras.layers.Dense(width, activation="tanh", dtype="float64") for _ in range(depth)]
@@ -36,6 +34,8 @@ def main(argv=None) -> int:
     parser.add_argument("--probes", type=int, default=256, help="Hutchinson probes per point")
     parser.add_argument("--seed", type=number(int, maximum=SEED_MAX), default=0)
     args = parser.parse_args(argv)
+    import hodiff  # imported after the flags are read: --help does not import TensorFlow
+    from hodiff.checks import reference_laplacian
 
     model = build_mlp(args.dim, width=32, depth=3, seed=args.seed)
     x = tf.constant(np.random.default_rng(args.seed).uniform(-1, 1, (args.points, args.dim)))

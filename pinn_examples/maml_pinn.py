@@ -25,9 +25,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff import partials
-from hodiff.meta import MetaLearner
-from hodiff.training.step import TrainStep
 from pinn_examples._runner import SEED_MAX, number
 
 MODES = 3
@@ -56,6 +53,8 @@ def source(coefficients: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def residual_loss(field, x: tf.Tensor, f: tf.Tensor) -> tf.Tensor:
     """Mean squared (u'' + f) / pi^2 with u = x (1 - x) field(x)."""
+    from hodiff import partials  # imported on use: --help does not import TensorFlow
+
     u = lambda z: z * (1.0 - z) * field(z)
     u_xx = partials(u, x, coords=("x",), wanted=("xx",))["xx"]
     return tf.reduce_mean(tf.square((u_xx + f) / np.pi**2))
@@ -77,6 +76,8 @@ class Adaptation:
     """Adam on one task from a given initialisation, in compiled chunks; counts steps to an error."""
 
     def __init__(self, chunk: int, learning_rate: float):
+        from hodiff.training.step import TrainStep
+
         self.model = network(0)
         self.x = tf.Variable(tf.zeros((128, 1)), trainable=False)
         self.f = tf.Variable(tf.zeros((128, 1)), trainable=False)
@@ -134,6 +135,8 @@ def main(argv=None) -> int:
         parser.error(f"--target-error {args.target_error} must be < 1 (a relative L2 error)")
 
     objective = lambda model, params, x, f: residual_loss(lambda z: model(params, z), x, f)
+    from hodiff.meta import MetaLearner
+
     learner = MetaLearner(
         network(args.seed),
         variant="maml",

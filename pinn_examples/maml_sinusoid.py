@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -27,8 +28,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff.meta import MetaLearner, inner_loop
 from pinn_examples._runner import SEED_MAX, number
+
+if TYPE_CHECKING:
+    from hodiff.meta import MetaLearner
 
 VARIANTS = ("maml", "fomaml", "meta_sgd")
 
@@ -60,6 +63,7 @@ def mse(prediction, target):
 
 def evaluation_curve(learner: MetaLearner, steps: int):
     """A compiled function: per task, the query MSE before and after each of ``steps`` inner steps."""
+    from hodiff.meta import inner_loop  # imported on use: --help does not import TensorFlow
 
     @tf.function(jit_compile=True)
     def curve(xs, ys, xq, yq):
@@ -79,6 +83,8 @@ def evaluation_curve(learner: MetaLearner, steps: int):
 
 
 def train_and_evaluate(variant: str, shots: int, args: argparse.Namespace) -> dict:
+    from hodiff.meta import MetaLearner
+
     learner = MetaLearner(
         network(args.seed),
         mse,
