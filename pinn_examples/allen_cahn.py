@@ -23,7 +23,7 @@ def build(settings: Settings):
         domain,
         needs=("u", "u_t", "u_xx"),
         residual=lambda d, x, p: d["u_t"] - 1e-4 * d["u_xx"] + 5.0 * d["u"] ** 3 - 5.0 * d["u"],
-        output_transform=lambda x, u: (x["x"] ** 2 * tf.cos(np.pi * x["x"]))[:, None] + x["t"][:, None] * u,
+        output_transform=pinn.hard_initial(lambda x: x["x"] ** 2 * tf.cos(np.pi * x["x"]), time="t"),  # u0 + t N
     )
     return problem, pinn.mlp(
         domain,

@@ -25,9 +25,10 @@ def laplace(needs=("u_xx", "u_yy"), residual=None, output_transform=None, fields
     )
 
 
-def trainer_for(problem, **options):
-    model = pinn.mlp(problem.domain, width=8, depth=1, outputs=len(problem.fields), seed=0)
-    return pinn.Trainer(problem, model, interior=16, progress=False, **options)
+def trainer_for(problem, model=None, interior=16):
+    model = model or pinn.mlp(problem.domain, width=8, depth=1, outputs=len(problem.fields), seed=0)
+    schedule = pinn.Schedule(steps_per_call=2, log_every=2, progress=False)
+    return pinn.Trainer(pinn.TrainingData(problem, interior=interior), model, schedule=schedule)
 
 
 def test_residual_reading_a_partial_not_in_needs_names_it():
@@ -137,3 +138,68 @@ def test_dropout_is_separate_from_batch_statistics_and_warned_about():
     with pytest.warns(UserWarning, match="dropout=True"):
         plain = FunctionalModel(dense_then(keras.layers.Dropout(0.5)))
     np.testing.assert_allclose(plain(plain.parameters(), x).numpy(), x.numpy(), atol=1e-6)  # inactive
+
+
+HEAT_DOMAIN = pinn.Interval("x", 0.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
+SINE = lambda x: tf.sin(np.pi * x["x"])
+
+
+def heat(conditions=(), output_transform=None):
+    return pinn.Problem(
+        HEAT_DOMAIN,
+        needs=("u_t", "u_xx"),
+        residual=lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"],
+        conditions=list(conditions),
+        output_transform=output_transform,
+    )
+
+
+def zero_network():
+    """An MLP whose output is 0 everywhere (last layer zeroed): the trivial solution."""
+    model = pinn.mlp(HEAT_DOMAIN, width=8, depth=1, seed=0)
+    model.layers[-1].set_weights([np.zeros_like(w) for w in model.layers[-1].get_weights()])
+    return model
+
+
+def test_hard_initial_imposes_the_initial_value_exactly_and_composes():
+    transform = pinn.hard_initial(SINE, time="t")
+    x = {"x": tf.constant([0.25, 0.5, 0.5], tf.float64), "t": tf.constant([0.0, 0.0, 0.5], tf.float64)}
+    n = tf.constant([[3.0], [-2.0], [4.0]], tf.float64)
+    np.testing.assert_allclose(transform(x, n).numpy()[:, 0], [np.sin(np.pi / 4), 1.0, 1.0 + 0.5 * 4.0], rtol=1e-15)
+    # bit for bit the transform the Allen-Cahn and KdV examples wrote by hand, so their results do not change
+    rng = np.random.default_rng(0)
+    x = {"x": tf.constant(rng.uniform(-1, 1, 50)), "t": tf.constant(rng.uniform(0, 1, 50))}
+    n = tf.constant(rng.normal(size=(50, 1)))
+    by_hand = (x["x"] ** 2 * tf.cos(np.pi * x["x"]))[:, None] + x["t"][:, None] * n
+    helper = pinn.hard_initial(lambda x: x["x"] ** 2 * tf.cos(np.pi * x["x"]), time="t")(x, n)
+    np.testing.assert_array_equal(helper.numpy(), by_hand.numpy())
+    # a smooth time factor, a start time, an inner (hard boundary) transform, two fields
+    boundary = lambda x, outputs: (x["x"] * (1 - x["x"]))[:, None] * outputs
+    both = pinn.hard_initial(
+        lambda x: tf.stack([SINE(x), 2 * SINE(x)], axis=1), start=0.5, factor=lambda s: 1 - tf.exp(-s), inner=boundary
+    )
+    x = {"x": tf.constant([0.0, 0.5], tf.float64), "t": tf.constant([0.5, 1.5], tf.float64)}
+    u = both(x, tf.ones((2, 2), tf.float64)).numpy()
+    np.testing.assert_allclose(u[0], [0.0, 0.0], atol=1e-15)  # x = 0 at t0: u0 = 0 and no network part
+    np.testing.assert_allclose(u[1], [1.0 + (1 - np.exp(-1)) * 0.25, 2.0 + (1 - np.exp(-1)) * 0.25], rtol=1e-14)
+    with pytest.raises(ValueError, match="time='tau' is not a coordinate"):
+        pinn.hard_initial(SINE, time="tau")(x, tf.ones((2, 1), tf.float64))
+
+
+def test_a_near_zero_field_with_a_nonzero_initial_condition_is_warned_about(caplog):
+    soft = heat([pinn.Initial(SINE, count=16)])
+    with caplog.at_level(logging.WARNING, logger="hodiff.pinn.trainer"):
+        trainer_for(soft, zero_network(), interior=64).adam(2)
+    message = [r.getMessage() for r in caplog.records if "near zero" in r.getMessage()]
+    assert len(message) == 1 and "After Adam, the field 'u' is near zero everywhere" in message[0]
+    assert "Initial condition 'initial'" in message[0] and "pinn.hard_initial(u0, time='t')" in message[0]
+    rms = float(message[0].split("RMS ")[1].split(" ")[0])
+    assert rms < 0.01, "Adam's two small steps leave the output near 0"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="hodiff.pinn.trainer"):
+        # the check alone (the end of every phase calls it): no warning for these
+        trainer_for(heat([pinn.Initial(0.0, count=16)]), zero_network(), interior=64)._warn_if_trivial("Adam")  # u0 = 0
+        trainer_for(heat(output_transform=pinn.hard_initial(SINE)), zero_network(), interior=64)._warn_if_trivial("x")
+        trainer_for(soft, interior=64)._warn_if_trivial("Adam")  # a network that is not near zero
+        trainer_for(soft, zero_network(), interior=64)._warn_if_trivial("Adam")
+    assert len([r for r in caplog.records if "near zero" in r.getMessage()]) == 1, "only the last one"

@@ -13,7 +13,7 @@ from hodiff._deprecation import warn_moved, warn_renamed
 from hodiff.pinn import backup, callbacks, conditions, geometry, metrics, names, runlog, saving
 from hodiff.pinn.backup import BackupCallback
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, EarlyStopping, RelativeL2Error, ResidualResampling
-from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
+from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin, hard_initial
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.deeponet import DeepONet
 from hodiff.pinn.geometry import (
@@ -87,6 +87,7 @@ __all__ = [
     "callbacks",
     "conditions",
     "geometry",
+    "hard_initial",
     "load_solution",
     "mlp",
     "names",

@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from hodiff.pinn.names import NeededValues, named_partials, need_key, parse_needs
 
-__all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic", "Robin"]
+__all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic", "Robin", "hard_initial"]
 
 Value = float | Callable[[dict], tf.Tensor]
 Partials = Callable[[Callable, tf.Tensor, tuple], dict]
@@ -379,6 +379,11 @@ class Dirichlet(Condition):
 
     place = "boundary"
 
+    def target(self, points: Any, coords: tuple[str, ...]) -> np.ndarray:
+        """The values ``(N,)`` the field must take at ``points`` ``(N, d)`` (columns in ``coords`` order)."""
+        x = tf.constant(np.asarray(points, dtype=np.float64))
+        return _value(self.value, dict(named_columns(x, tuple(coords))), x[:, 0], self.name).numpy()
+
 
 class Initial(Dirichlet):
     """``u(x, t0) = value(x)`` at the first time (default name ``"initial"``); ``where`` a predicate."""
@@ -387,6 +392,74 @@ class Initial(Dirichlet):
 
     def __init__(self, value: Value, count: int = 100, field: str = "u", name: str = "initial", where: Any = None):
         super().__init__(value, count, field, name, where)
+
+
+def hard_initial(
+    u0: Value | Callable[[dict], Any],
+    time: str = "t",
+    start: float = 0.0,
+    factor: Callable[[tf.Tensor], tf.Tensor] | None = None,
+    inner: Callable[[dict, tf.Tensor], tf.Tensor] | None = None,
+) -> Callable[[dict, tf.Tensor], tf.Tensor]:
+    """An ``output_transform`` that imposes the initial condition exactly: ``u = u0(x) + factor(t - t0) N(x, t)``.
+
+    The recommended way to give a time-dependent problem its initial condition: with the soft
+    ``Initial`` loss term a PINN often settles on a wrong solution near ``u = 0`` at a small loss
+    (Allen-Cahn, Burgers-like problems); with this transform ``u(x, t0) = u0(x)`` holds whatever the
+    network ``N`` is, and the loss has no initial term to balance.
+
+    Args:
+      u0: the initial value: a number, or ``u0(x)`` with ``x`` mapping coordinate names to
+        columns ``(N,)``, returning ``(N,)`` for one field or ``(N, fields)``.
+      time: the time coordinate's name.
+      start: the first time ``t0``.
+      factor: ``factor(s)`` of ``s = t - t0``, ``(N,)``, zero at ``s = 0``; default ``s`` itself.
+        A smooth saturating factor such as ``lambda s: 1 - tf.exp(-s / 0.1)`` keeps late times'
+        outputs of order one.
+      inner: another output transform applied to the network's outputs first, e.g. a hard
+        boundary condition ``lambda x, n: d(x)[:, None] * n`` (``u0`` should then satisfy it
+        too): ``u = u0 + factor(t - t0) inner(x, N)``.
+
+    Returns:
+      ``transform(x, outputs) -> (N, fields)``, for ``Problem(..., output_transform=...)``; its
+      ``initial`` attribute is ``u0`` (the trainer's check for a near-zero field reads it).
+
+    Example:
+      ```python
+      import numpy as np
+      import tensorflow as tf
+      from hodiff import pinn
+
+      transform = pinn.hard_initial(lambda x: tf.sin(np.pi * x["x"]), time="t")
+      x = {"x": tf.constant([0.5, 0.5]), "t": tf.constant([0.0, 1.0])}
+      u = transform(x, tf.constant([[7.0], [7.0]]))
+      np.testing.assert_allclose(u.numpy()[:, 0], [1.0, 8.0])  # u0 at t = 0, whatever the network says
+      ```
+    """
+    if not isinstance(time, str):
+        raise TypeError(f"hard_initial: time must be the time coordinate's name (a str), got {time!r}.")
+    if not callable(u0):
+        _checked(u0, "hard_initial", "u0")
+
+    def transform(x: dict, outputs: tf.Tensor) -> tf.Tensor:
+        if time not in x:
+            raise ValueError(
+                f"hard_initial: time={time!r} is not a coordinate of the domain ({tuple(x)}); pass the name of "
+                "its time coordinate, e.g. hard_initial(u0, time='t')."
+            )
+        if inner is not None:
+            outputs = inner(x, outputs)
+        outputs = tf.convert_to_tensor(outputs)
+        s = x[time] if start == 0 else x[time] - tf.cast(start, x[time].dtype)
+        weight = s if factor is None else factor(s)
+        initial = u0(x) if callable(u0) else tf.fill(tf.shape(s), tf.constant(u0, s.dtype))
+        initial = tf.convert_to_tensor(initial)
+        if initial.shape.rank == 1:
+            initial = initial[:, None]
+        return initial + weight[:, None] * outputs
+
+    transform.initial = u0  # type: ignore[attr-defined]
+    return transform
 
 
 class Neumann(Condition):

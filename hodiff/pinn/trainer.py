@@ -53,6 +53,7 @@ from tqdm.auto import tqdm
 from hodiff import _validate
 from hodiff._deprecation import warn_renamed
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, ResidualResampling
+from hodiff.pinn.conditions import Initial, named_columns
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.geometry import warn_outside
 from hodiff.pinn.networks import is_mixed
@@ -78,6 +79,7 @@ class AdamResult:
     stop_reason: str
 
 
+TRIVIAL_RATIO = 0.1  # a field whose RMS is under this fraction of its initial values' is "near zero everywhere"
 _LBFGS_FIELDS = ("fun", "nit", "nfev", "njev", "status", "success", "message")
 
 
@@ -385,6 +387,7 @@ class Trainer:
         result = AdamResult(done, done - start, self.final_loss, stop_reason)
         for callback in self.callbacks:
             callback.on_phase_end(self, "adam", result)
+        self._warn_if_trivial("Adam")
         return result
 
     def _stop_requested(self, row: dict[str, Any]) -> bool:
@@ -484,7 +487,57 @@ class Trainer:
             self._in_lbfgs = False
         for hook in self.callbacks:
             hook.on_phase_end(self, "lbfgs", result)
+        self._warn_if_trivial("L-BFGS")
         return result
+
+    def _initial_scales(self, interior: np.ndarray) -> dict[str, tuple[str, float]]:
+        """``{field: (where its initial condition comes from, RMS of the initial values)}``."""
+        problem = self.problem
+        scales: dict[str, tuple[str, float]] = {}
+        for condition in problem.conditions:
+            if isinstance(condition, Initial) and condition.field is not None:
+                points = np.asarray(tf.convert_to_tensor(self.points[condition.name]["points"]))
+                values = condition.target(points, problem.domain.coords)
+                scales[condition.field] = (
+                    f"its Initial condition {condition.name!r}",
+                    float(np.sqrt(np.mean(values**2))),
+                )
+        transform = problem.output_transform
+        if transform is not None and getattr(transform, "initial", None) is not None and problem.domain.time:
+            start = interior.copy()
+            start[:, problem.domain.coords.index(problem.domain.time)] = problem.domain.bounds[problem.domain.time][0]
+            x = tf.constant(start, self.dtype)
+            zeros = tf.zeros((len(start), len(problem.fields)), self.dtype)
+            values = np.asarray(transform(dict(named_columns(x, problem.domain.coords)), zeros), dtype=np.float64)
+            for i, field in enumerate(problem.fields):
+                scales[field] = ("its hard initial condition", float(np.sqrt(np.mean(values[:, i] ** 2))))
+        return scales
+
+    def _warn_if_trivial(self, phase: str) -> None:
+        """Warns when a trained field is near zero everywhere (RMS under a tenth of its initial values')."""
+        if self.problem.domain.time is None or not len(self.interior.shape) or self.interior.shape[0] == 0:
+            return
+        interior = np.asarray(tf.convert_to_tensor(self.interior), dtype=np.float64)
+        scales = self._initial_scales(interior)
+        if not scales:
+            return
+        values = self.predict(interior).astype(np.float64)
+        for field, (source, scale) in scales.items():
+            size = float(np.sqrt(np.mean(values[:, self.problem.fields.index(field)] ** 2)))
+            if scale > 0 and size < TRIVIAL_RATIO * scale:
+                logger.warning(
+                    "After %s, the field %r is near zero everywhere (RMS %.3g over the interior points) while %s is "
+                    "not (RMS %.3g): the run has likely settled on the trivial solution u = 0, a common failure of "
+                    "time-dependent PINNs with a soft initial condition. Impose it exactly: "
+                    "Problem(..., output_transform=pinn.hard_initial(u0, time=%r)) instead of the Initial term "
+                    "(docs/conditions.md, 'Hard initial conditions'); causal weights (CausalWeights) help too.",
+                    phase,
+                    field,
+                    size,
+                    source,
+                    scale,
+                    self.problem.domain.time,
+                )
 
     # ----------------------------------------------------------------------------- logs
     def _log(self, phase: str, step: int, terms: dict[str, float] | None = None) -> dict[str, Any]:
