@@ -422,7 +422,10 @@ def hard_initial(
 
     Returns:
       ``transform(x, outputs) -> (N, fields)``, for ``Problem(..., output_transform=...)``; its
-      ``initial`` attribute is ``u0`` (the trainer's check for a near-zero field reads it).
+      ``initial`` attribute is ``u0`` (the trainer's check for a near-zero field reads it). It is
+      a closure, which :func:`~hodiff.pinn.saving.save_solution` cannot store by reference; to
+      save the solution, call it from a module-level function (``def transform(x, outputs):
+      return HARD(x, outputs)``).
 
     Example:
       ```python
