@@ -55,6 +55,16 @@ def test_holes_scheme_is_second_order_for_a_harmonic_polynomial():
     assert errors[0] / errors[1] > 3.0, "second order"
 
 
+def test_holes_reference_is_unchanged_by_the_general_solver():
+    """laplace_holes_fd is a call of poisson_holes_fd: the numbers of the code before it (bit-identical here;
+    a tolerance for other BLAS/SuperLU builds)."""
+    u = fd.laplace_holes_fd(40)[2]
+    expected = {(20, 20): 0.23427459383219437, (12, 20): 0.26412871386028947, (7, 12): 0.01863448815643319}
+    expected[(3, 3)] = 0.6846992852860998  # next to the corner
+    np.testing.assert_allclose([u[key] for key in expected], list(expected.values()), rtol=1e-13)
+    np.testing.assert_allclose(np.nansum(u), 704.5275142604012, rtol=1e-13)
+
+
 def test_holes_reference_symmetry_maximum_principle_and_nan_in_holes():
     x, y, u = fd.laplace_holes_fd(40)
     np.testing.assert_allclose(u, u[::-1], atol=1e-12, equal_nan=True)
