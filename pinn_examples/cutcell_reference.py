@@ -107,8 +107,17 @@ def _cell_fractions(c, r, ix, iy, iz, h):
     return (X, Y, Z), fraction
 
 
-def _solid_fractions(balls, n: int):
-    """Solid fractions of the cells ``(n, n, n)`` and of the x-, y-, z-faces (``(n+1, n, n)`` etc.)."""
+def solid_fractions(balls, n: int):
+    """The fractions of the cells and of their faces that lie inside the balls (the solid).
+
+    Args:
+      balls: ``(cx, cy, cz, radius)`` of each ball, disjoint.
+      n: cells per side of the unit cube.
+
+    Returns:
+      ``(cells, faces)``: ``(n, n, n)`` fractions of the cells' volumes, and a list of the x-, y-
+      and z-faces' area fractions, shapes ``(n + 1, n, n)``, ``(n, n + 1, n)``, ``(n, n, n + 1)``.
+    """
     h = 1.0 / n
     cells = np.zeros((n, n, n))
     faces = [np.zeros((n + 1, n, n)), np.zeros((n, n + 1, n)), np.zeros((n, n, n + 1))]
@@ -164,7 +173,7 @@ def balls_fv(
         raise ValueError(f"balls_fv: n={n} must be even and at least 4 / (the smallest radius); give a larger n.")
     h = 1.0 / n
     axis = (np.arange(n) + 0.5) * h
-    solid, solid_faces = _solid_fractions(balls, n)
+    solid, solid_faces = solid_fractions(balls, n)
     fraction = 1.0 - solid
     fluid = fraction > 1e-12
     index = -np.ones((n, n, n), dtype=np.int64)
