@@ -69,8 +69,9 @@ def test_coarse_or_odd_grids_are_refused():
 def test_poisson3d_cg_reference_converges():
     """h = 1/40, 1/80, 1/160 (each compared with the cell averages of the finer one): second order.
 
-    h = 1/40 and 1/80 differ by 6.5e-3 (relative L2 over the uncut cells), so the 1/160 solution
-    should be off by about 5e-4, a sixtieth of the target 3e-2."""
+    Measured: h = 1/40 and 1/80 differ by 6.5e-3, 1/80 and 1/160 by 1.6e-3 (relative L2 over the
+    uncut cells), order 2.01, so the 1/160 solution is off by about 5.3e-4, a sixtieth of the
+    target 3e-2 (55 s under the CPU lock)."""
     solutions = {n: cc.poisson3d_cg_fv(n) for n in (40, 80, 160)}
 
     def coarsened(n):
