@@ -5,6 +5,9 @@
 - :func:`laplace_holes_fd`: u_xx + u_yy = 0 on [-0.5, 0.5]^2 minus four disks of radius 0.1
   centred at (+-0.3, +-0.3), u = 1 on the square, u = 0 on the circles; Shortley-Weller stencil
   (second order) at the curved boundary.
+- :func:`poisson_holes_fd`: the solver behind it, -(u_xx + u_yy) + k2 u = f on a rectangle minus any
+  disks, Dirichlet data on the edges and the circles; :func:`poisson2d_cg_fd` (PINNacle Poisson2d-CG)
+  is another call of it.
 - :func:`on_test_grid`: a fine solution restricted to a coarser aligned test grid.
 
 Grid values outside the domain are NaN. ``cached`` keeps a solution in memory (and, with
@@ -17,7 +20,7 @@ import functools
 import logging
 import os
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import scipy.sparse
@@ -73,12 +76,14 @@ def poisson_lshape_fd(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return axis, axis.copy(), u
 
 
-def _circle_distance(px: np.ndarray, py: np.ndarray, dx: float, dy: float) -> np.ndarray:
-    """Distance from (px, py) along the unit direction (dx, dy) to the first hole circle it meets (inf if none)."""
+def _circle_distance(
+    px: np.ndarray, py: np.ndarray, dx: float, dy: float, disks: Sequence[tuple[float, float, float]]
+) -> np.ndarray:
+    """Distance from (px, py) along the unit direction (dx, dy) to the first circle of ``disks`` it meets (or inf)."""
     best = np.full(px.shape, np.inf)
-    for cx, cy in HOLE_CENTRES:
+    for cx, cy, radius in disks:
         b = (px - cx) * dx + (py - cy) * dy
-        c = (px - cx) ** 2 + (py - cy) ** 2 - HOLE_RADIUS**2
+        c = (px - cx) ** 2 + (py - cy) ** 2 - radius**2
         disc = b**2 - c
         hit = disc >= 0
         s = np.where(hit, -b - np.sqrt(np.where(hit, disc, 0.0)), np.inf)
@@ -86,15 +91,131 @@ def _circle_distance(px: np.ndarray, py: np.ndarray, dx: float, dy: float) -> np
     return best
 
 
+def _dirichlet(value: float | Callable[[np.ndarray, np.ndarray], np.ndarray], x: np.ndarray, y: np.ndarray):
+    """A constant, or ``value(x, y)``, at the points ``(x, y)``."""
+    return np.asarray(value(x, y), dtype=np.float64) if callable(value) else np.full(x.shape, float(value))
+
+
+def poisson_holes_fd(
+    n: int,
+    low: tuple[float, float],
+    high: tuple[float, float],
+    disks: Sequence[tuple[float, float, float]],
+    k2: float = 0.0,
+    source: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    outer: float | Callable[[np.ndarray, np.ndarray], np.ndarray] = 0.0,
+    circles: float | Callable[[np.ndarray, np.ndarray], np.ndarray] = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """-(u_xx + u_yy) + k2 u = f on a rectangle minus disks, Dirichlet data on the edges and the circles.
+
+    Five-point stencil on a grid of spacing h = 1/n with nodes on the rectangle's edges; at a node
+    whose neighbour lies in a disk, the arm is shortened to the circle (Shortley-Weller), which
+    keeps the scheme second order: u_xx ~ 2 / (hE + hW) ((uE - uP) / hE + (uW - uP) / hW) with the
+    circle's value at the shortened arm's end.
+
+    Args:
+      n: grid cells per unit length (h = 1/n); the rectangle's sides must hold whole cells, and
+        n >= 2 / (the smallest radius), so that every disk holds grid nodes.
+      low, high: the rectangle's corners ``(x0, y0)``, ``(x1, y1)``.
+      disks: ``(cx, cy, radius)`` of each hole, each strictly inside the rectangle.
+      k2: the reaction coefficient k^2 >= 0 (0: Poisson).
+      source: ``f(x, y)`` (numpy arrays in, array out); ``None`` is f = 0.
+      outer, circles: the Dirichlet data on the rectangle's edges and on the circles: a number,
+        or ``g(x, y)`` (numpy arrays in, array out).
+
+    Returns:
+      ``(x, y, u)``: the axes and u on the grid (ij indexing), NaN at the nodes inside a disk
+      (the circle's value on a circle).
+
+    Raises:
+      ValueError: for a grid that does not fit the rectangle or is too coarse for a disk, a disk
+        that is not inside the rectangle, or k2 < 0.
+
+    References:
+      Shortley & Weller (1938), "The numerical solution of Laplace's equation", J. Appl. Phys. 9.
+
+    Example:
+      ```python
+      from pinn_examples.fd_references import poisson_holes_fd
+
+      x, y, u = poisson_holes_fd(40, (-0.5, -0.5), (0.5, 0.5), [(0.0, 0.0, 0.2)], outer=1.0, circles=1.0)
+      assert abs(u[0, 0] - 1.0) + abs(u[10, 20] - 1.0) < 1e-12  # u = 1 solves Laplace's equation
+      ```
+    """
+    (x0, y0), (x1, y1) = (float(v) for v in low), (float(v) for v in high)
+    cells = [(x1 - x0) * n, (y1 - y0) * n]
+    if min(cells) <= 0 or any(abs(c - round(c)) > 1e-9 * max(1.0, c) for c in cells):
+        raise ValueError(
+            f"poisson_holes_fd: the rectangle {low} - {high} does not hold whole cells of h = 1/{n}; give a "
+            "rectangle with low < high whose sides are multiples of h."
+        )
+    if k2 < 0:
+        raise ValueError(f"poisson_holes_fd: k2={k2} is negative; give k2 >= 0 (the equation is -Lap(u) + k2 u = f).")
+    for cx, cy, radius in disks:
+        if not (radius > 0 and x0 < cx - radius and cx + radius < x1 and y0 < cy - radius and cy + radius < y1):
+            raise ValueError(
+                f"poisson_holes_fd: the disk (centre ({cx}, {cy}), radius {radius}) is not strictly inside the "
+                f"rectangle {low} - {high}; give disks of positive radius inside it."
+            )
+    smallest = min((radius for _, _, radius in disks), default=np.inf)
+    if n * smallest < 2.0 - 1e-9:
+        raise ValueError(
+            f"poisson_holes_fd: n={n} is too coarse for a disk of radius {smallest}; give n >= "
+            f"{int(np.ceil(2.0 / smallest - 1e-9))} cells per unit length."
+        )
+    h, (nx, ny) = 1.0 / n, (int(round(c)) for c in cells)
+    x, y = np.linspace(x0, x1, nx + 1), np.linspace(y0, y1, ny + 1)
+    px, py = np.meshgrid(x, y, indexing="ij")
+    i, j = np.meshgrid(np.arange(nx + 1), np.arange(ny + 1), indexing="ij")
+    on_edge = (i == 0) | (i == nx) | (j == 0) | (j == ny)
+    tolerance = _ON_CIRCLE * max(x1 - x0, y1 - y0)
+    gaps = [np.hypot(px - cx, py - cy) - radius for cx, cy, radius in disks]  # to each circle, < 0 inside
+    gap = np.min(gaps or [np.full(px.shape, np.inf)], axis=0)
+    unknown = ~on_edge & (gap > tolerance)
+    index = -np.ones(i.shape, dtype=np.int64)
+    index[unknown] = np.arange(unknown.sum())
+    ui, uj = i[unknown], j[unknown]
+    me, xp, yp = index[ui, uj], px[unknown], py[unknown]
+    arms = {}
+    for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        other = index[ui + di, uj + dj]
+        cut = (other < 0) & ~on_edge[ui + di, uj + dj]  # the neighbour is in a disk or on a circle
+        length = np.where(cut, np.minimum(_circle_distance(xp, yp, di, dj, disks), h), h)
+        arms[(di, dj)] = (other, length, on_edge[ui + di, uj + dj])
+    rows, cols, values, rhs = [], [], [], np.zeros(len(me))
+    diagonal = np.zeros(len(me))
+    for plus, minus in (((1, 0), (-1, 0)), ((0, 1), (0, -1))):
+        lengths = arms[plus][1] + arms[minus][1]
+        for arm in (plus, minus):
+            other, length, edge = arms[arm]
+            weight = 2.0 / (length * lengths)  # coefficient of the arm's end in -u_xx (or -u_yy)
+            diagonal += weight
+            inside = other >= 0
+            rows.append(me[inside])
+            cols.append(other[inside])
+            values.append(-weight[inside])
+            ex, ey = xp + arm[0] * length, yp + arm[1] * length
+            ends = np.where(edge, _dirichlet(outer, ex, ey), _dirichlet(circles, ex, ey))
+            rhs += np.where(inside, 0.0, weight * ends)
+    if k2:
+        diagonal += k2
+    if source is not None:
+        rhs += _dirichlet(source, xp, yp)
+    rows.append(me)
+    cols.append(me)
+    values.append(diagonal)
+    u = np.where(on_edge, _dirichlet(outer, px, py), _dirichlet(circles, px, py))
+    u[unknown] = _solve(rows, cols, values, rhs)
+    u[gap < -tolerance] = np.nan
+    return x, y, u
+
+
 def laplace_holes_fd(
     n: int, boundary: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """u_xx + u_yy = 0 on [-0.5, 0.5]^2 minus four disks, u = 1 on the square, 0 on the circles.
 
-    Five-point stencil on a grid of spacing h = 1/n; at a node whose neighbour lies in a hole,
-    the arm is shortened to the circle (Shortley-Weller), which keeps the scheme second order:
-    u_xx ~ 2 / (hE + hW) ((uE - uP) / hE + (uW - uP) / hW) with the circle value u = 0 at the
-    shortened arm's end.
+    :func:`poisson_holes_fd` (Shortley-Weller, second order) with k2 = 0, f = 0 and these disks.
 
     Args:
       n: grid cells per unit length (h = 1/n), at least 20 (so every hole holds grid nodes).
@@ -104,53 +225,37 @@ def laplace_holes_fd(
     Returns:
       ``(x, y, u)``: the axes (``n + 1`` nodes each) and u on the grid (ij indexing), NaN at the
       nodes inside a hole (0 on a circle).
-
-    References:
-      Shortley & Weller (1938), "The numerical solution of Laplace's equation", J. Appl. Phys. 9.
     """
-    if n < 20:
-        raise ValueError(f"laplace_holes_fd: n={n} is too coarse; give n >= 20 cells per unit length.")
-    h = 1.0 / n
-    axis = np.linspace(-0.5, 0.5, n + 1)
-    px, py = np.meshgrid(axis, axis, indexing="ij")
-    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    gap = np.min([np.hypot(px - cx, py - cy) for cx, cy in HOLE_CENTRES], axis=0) - HOLE_RADIUS
-    on_square = (i == 0) | (i == n) | (j == 0) | (j == n)
-    unknown = ~on_square & (gap > _ON_CIRCLE)
-    index = -np.ones(i.shape, dtype=np.int64)
-    index[unknown] = np.arange(unknown.sum())
-    ui, uj = i[unknown], j[unknown]
-    me, x0, y0 = index[ui, uj], px[unknown], py[unknown]
-    arms = {}
-    for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-        other = index[ui + di, uj + dj]
-        cut = (other < 0) & ~on_square[ui + di, uj + dj]  # the neighbour is in a hole or on a circle
-        length = np.where(cut, np.minimum(_circle_distance(x0, y0, di, dj), h), h)
-        arms[(di, dj)] = (other, length, on_square[ui + di, uj + dj])
-    rows, cols, values, rhs = [], [], [], np.zeros(len(me))
-    diagonal = np.zeros(len(me))
-    for plus, minus in (((1, 0), (-1, 0)), ((0, 1), (0, -1))):
-        lengths = arms[plus][1] + arms[minus][1]
-        for arm in (plus, minus):
-            other, length, square = arms[arm]
-            weight = 2.0 / (length * lengths)  # coefficient of the arm's end in -u_xx (or -u_yy)
-            diagonal += weight
-            inside = other >= 0
-            rows.append(me[inside])
-            cols.append(other[inside])
-            values.append(-weight[inside])
-            if boundary is None:
-                rhs += np.where(square, weight, 0.0)  # u = 1 on the square, 0 on the circles
-            else:
-                ends = boundary(x0 + arm[0] * length, y0 + arm[1] * length)
-                rhs += np.where(inside, 0.0, weight * ends)
-    rows.append(me)
-    cols.append(me)
-    values.append(diagonal)
-    u = np.where(on_square, 1.0, 0.0) if boundary is None else np.where(unknown, 0.0, boundary(px, py))
-    u[unknown] = _solve(rows, cols, values, rhs)
-    u[gap < -_ON_CIRCLE] = np.nan
-    return axis, axis.copy(), u
+    disks = [(cx, cy, HOLE_RADIUS) for cx, cy in HOLE_CENTRES]
+    outer, circles = (1.0, 0.0) if boundary is None else (boundary, boundary)
+    return poisson_holes_fd(n, (-0.5, -0.5), (0.5, 0.5), disks, outer=outer, circles=circles)
+
+
+# poisson2d_cg (PINNacle Poisson2d-CG): -Laplace(u) + 64 u = f on [-1, 1]^2 minus these disks (cx, cy, radius)
+CG_DISKS = ((0.5, 0.5, 0.2), (0.4, -0.4, 0.4), (-0.2, -0.7, 0.1), (-0.6, 0.5, 0.3))
+CG_K2 = 64.0
+CG_EDGES, CG_CIRCLES = 0.2, 1.0  # u on the square's edges, on the circles
+
+
+def cg_source(x, y, sin: Callable = np.sin):
+    """poisson2d_cg's ``f = 10 (17 + x^2 + y^2) sin(pi x) sin(4 pi y)``; pass ``sin=tf.sin`` for tensors."""
+    return 10.0 * (17.0 + x**2 + y**2) * sin(np.pi * x) * sin(4.0 * np.pi * y)
+
+
+def poisson2d_cg_fd(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """poisson2d_cg's -(u_xx + u_yy) + 64 u = f on [-1, 1]^2 minus four disks, u = 0.2 on the edges, 1 on the circles.
+
+    :func:`poisson_holes_fd` with :data:`CG_DISKS` and :func:`cg_source`. Second order: the
+    relative L2 difference of h = 1/200 and 1/400 on the 201 x 201 test grid is 1.1e-4, so the
+    h = 1/400 solution (801 x 801 nodes, 5 s) is off by about 4e-5 (Richardson).
+
+    Args:
+      n: grid cells per unit length (h = 1/n), at least 20.
+
+    Returns:
+      ``(x, y, u)``: the axes (``2n + 1`` nodes each) and u (ij indexing), NaN inside the disks.
+    """
+    return poisson_holes_fd(n, (-1.0, -1.0), (1.0, 1.0), CG_DISKS, CG_K2, cg_source, CG_EDGES, CG_CIRCLES)
 
 
 def on_test_grid(x: np.ndarray, y: np.ndarray, u: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -170,12 +275,13 @@ def on_test_grid(x: np.ndarray, y: np.ndarray, u: np.ndarray, points: int) -> tu
 
 @functools.lru_cache(maxsize=4)
 def cached(name: str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``poisson_lshape_fd(n)`` or ``laplace_holes_fd(n)`` (``name`` "lshape" / "holes"), solved once.
+    """``poisson_lshape_fd(n)``, ``laplace_holes_fd(n)`` or ``poisson2d_cg_fd(n)`` (``name`` "lshape" / "holes" /
+    "cg2d"), solved once.
 
     With the environment variable ``HODIFF_CACHE`` naming a directory, the grid is also kept there
     as ``fd_<name>_<n>.npz`` and read back by later processes.
     """
-    solver = {"lshape": poisson_lshape_fd, "holes": laplace_holes_fd}[name]
+    solver = {"lshape": poisson_lshape_fd, "holes": laplace_holes_fd, "cg2d": poisson2d_cg_fd}[name]
     directory = os.environ.get("HODIFF_CACHE")
     path = os.path.join(directory, f"fd_{name}_{n}.npz") if directory else None
     if path and os.path.exists(path):

@@ -1,9 +1,10 @@
-"""The PINNacle examples with closed-form truths: poisson_nd, heat_nd, poisson_inverse, heat_inverse.
+"""The PINNacle examples: poisson_nd, heat_nd, poisson_inverse, heat_inverse (closed-form truths), poisson2d_cg.
 
 Fast presets train end to end and answer ``--evaluate``; the exact solutions (and coefficients)
 solve the PDEs as the examples write them, by hodiff's derivatives in float64; the hard
 conditions hold for any network; bad ``--evaluate`` input stops with a clear message. The
-default presets against their targets are ``slow`` tests.
+default presets against their targets are ``slow`` tests. (poisson2d_cg's finite-difference
+reference has its convergence tests in ``test_fd_references.py``.)
 """
 
 import json
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pinn_examples import heat_inverse, heat_nd, poisson_inverse, poisson_nd
+from pinn_examples import fd_references, heat_inverse, heat_nd, poisson2d_cg, poisson_inverse, poisson_nd
 from pinn_examples.__main__ import main
 
 MODULES = {
@@ -21,7 +22,15 @@ MODULES = {
     "poisson_inverse": poisson_inverse,
     "heat_inverse": heat_inverse,
 }
-FIELDS = {"poisson_nd": ("u",), "heat_nd": ("u",), "poisson_inverse": ("u", "a"), "heat_inverse": ("u", "a")}
+RUNS = {**MODULES, "poisson2d_cg": poisson2d_cg}  # the examples with a fast preset run and a default target
+FIELDS = {
+    "poisson_nd": ("u",),
+    "heat_nd": ("u",),
+    "poisson_inverse": ("u", "a"),
+    "heat_inverse": ("u", "a"),
+    "poisson2d_cg": ("u",),
+}
+IN_A_HOLE = {"poisson2d_cg": (0.4, -0.4)}  # a point of the bounding box outside the domain (a disk's centre)
 
 
 def _exact_solution(name):
@@ -134,12 +143,12 @@ def test_observations_are_fixed_and_noisy():
 
 
 def _evaluation_points(name):
-    module = MODULES[name]
+    module = RUNS[name]
     problem, _ = module.build(module.EXAMPLE.presets["fast"])
     return problem.domain.sample_interior(7, "random", 11)
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("name", sorted(RUNS))
 def test_fast_preset_trains_evaluates_and_refuses_bad_points(name, tmp_path, capsys):
     output = tmp_path / name
     assert main([name, "--preset", "fast", "--output", str(output), "--no-progress"]) == 0
@@ -161,16 +170,19 @@ def test_fast_preset_trains_evaluates_and_refuses_bad_points(name, tmp_path, cap
     # a point outside the domain stops, unless --outside nan
     outside = points.copy()
     outside[0, 0] = 5.0
+    if name in IN_A_HOLE:
+        outside[1, :2] = IN_A_HOLE[name]
     np.save(tmp_path / "outside.npy", outside)
     with pytest.raises(SystemExit, match="outside"):
         main([name, "--evaluate", str(tmp_path / "outside.npy"), "--output", str(output)])
     assert main([name, "--evaluate", str(tmp_path / "outside.npy"), "--output", str(output), "--outside", "nan"]) == 0
     with np.load(output / "evaluation.npz") as evaluation:
-        assert np.isnan(evaluation[FIELDS[name][0]][0]) and np.all(np.isfinite(evaluation[FIELDS[name][0]][1:]))
+        values = evaluation[FIELDS[name][0]]
+        np.testing.assert_array_equal(np.isnan(values), [True, name in IN_A_HOLE, False, False, False, False, False])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("name", sorted(RUNS))
 def test_default_preset_meets_its_target(name, tmp_path):
     output = tmp_path / name
     assert main([name, "--output", str(output), "--no-progress"]) == 0
@@ -178,3 +190,37 @@ def test_default_preset_meets_its_target(name, tmp_path):
     assert metrics["target_met"] is True
     if "a" in FIELDS[name]:
         assert metrics["relative_l2_error_u"] <= 1e-2 and metrics["relative_l2_error_a"] <= 1e-2
+
+
+def test_poisson2d_cg_output_is_fixed_on_the_edges_and_the_circles():
+    problem, model = poisson2d_cg.build(poisson2d_cg.EXAMPLE.presets["fast"])
+    solution = lambda points: problem.solution(model)(tf.constant(points)).numpy()[:, 0]
+    edges, _ = problem.domain.sample_boundary(64, where="edges", seed=3)
+    circles, _ = problem.domain.sample_boundary(64, where="circle", seed=4)
+    assert np.all(np.isclose(np.abs(edges), 1.0).any(axis=1))
+    np.testing.assert_allclose(solution(edges), fd_references.CG_EDGES, atol=1e-9)
+    np.testing.assert_allclose(solution(circles), fd_references.CG_CIRCLES, atol=1e-9)
+    inside = solution(problem.domain.sample_interior(64, seed=5))
+    assert np.std(inside) > 1e-2, "inside, the network's output counts"
+
+
+def test_poisson2d_cg_residual_is_the_screened_poisson_equation():
+    """For u = sin 2x cos 3y, -Laplace(u) + 64 u - f = 77 u - f, with PINNacle's f."""
+    problem, _ = poisson2d_cg.build(poisson2d_cg.EXAMPLE.presets["fast"])
+    points = _interior(problem)
+    u = lambda x: (tf.sin(2.0 * x[:, 0]) * tf.cos(3.0 * x[:, 1]))[:, None]
+    (residual,) = problem.pde_residuals(u, points, {})
+    x, y = points.numpy().T
+    f = 10.0 * (1.0 + x**2 + 16.0 + y**2) * np.sin(np.pi * x) * np.sin(4.0 * np.pi * y)  # as PINNacle writes it
+    np.testing.assert_allclose(residual.numpy(), 77.0 * np.sin(2 * x) * np.cos(3 * y) - f, rtol=1e-10, atol=1e-9)
+
+
+def test_poisson2d_cg_reference_is_nan_exactly_outside_the_domain():
+    axes, values = poisson2d_cg.reference()
+    assert values.shape == (201, 201)
+    problem, _ = poisson2d_cg.build(poisson2d_cg.EXAMPLE.presets["fast"])
+    mesh = np.meshgrid(*axes.values(), indexing="ij")
+    inside = problem.domain.contains(np.stack([m.ravel() for m in mesh], axis=1)).reshape(values.shape)
+    np.testing.assert_array_equal(np.isfinite(values), inside)
+    assert 0.6 < inside.mean() < 0.8  # the disks take pi (0.04 + 0.16 + 0.01 + 0.09) / 4 = 24% of the square
+    np.testing.assert_allclose(values[0], 0.2)

@@ -55,6 +55,16 @@ def test_holes_scheme_is_second_order_for_a_harmonic_polynomial():
     assert errors[0] / errors[1] > 3.0, "second order"
 
 
+def test_holes_reference_is_unchanged_by_the_general_solver():
+    """laplace_holes_fd is a call of poisson_holes_fd: the numbers of the code before it (bit-identical here;
+    a tolerance for other BLAS/SuperLU builds)."""
+    u = fd.laplace_holes_fd(40)[2]
+    expected = {(20, 20): 0.23427459383219437, (12, 20): 0.26412871386028947, (7, 12): 0.01863448815643319}
+    expected[(3, 3)] = 0.6846992852860998  # next to the corner
+    np.testing.assert_allclose([u[key] for key in expected], list(expected.values()), rtol=1e-13)
+    np.testing.assert_allclose(np.nansum(u), 704.5275142604012, rtol=1e-13)
+
+
 def test_holes_reference_symmetry_maximum_principle_and_nan_in_holes():
     x, y, u = fd.laplace_holes_fd(40)
     np.testing.assert_allclose(u, u[::-1], atol=1e-12, equal_nan=True)
@@ -78,3 +88,50 @@ def test_coarse_grids_are_refused():
         fd.laplace_holes_fd(10)
     with pytest.raises(ValueError, match="n >= 2"):
         fd.poisson_lshape_fd(1)
+
+
+def test_poisson_holes_scheme_is_second_order_with_reaction_and_source():
+    """A manufactured solution on poisson2d_cg's domain: -Laplace(u) + 64 u = f, u given on every boundary."""
+    exact = lambda x, y: np.sin(2 * x) * np.cos(3 * y) + x * y**2
+    source = lambda x, y: 13 * np.sin(2 * x) * np.cos(3 * y) - 2 * x + fd.CG_K2 * exact(x, y)
+    errors = []
+    for n in (20, 40, 80):
+        x, y, u = fd.poisson_holes_fd(n, (-1, -1), (1, 1), fd.CG_DISKS, fd.CG_K2, source, exact, exact)
+        truth = exact(x[:, None], y[None, :])
+        inside = np.min([np.hypot(x[:, None] - cx, y[None, :] - cy) - r for cx, cy, r in fd.CG_DISKS], axis=0) < -1e-9
+        np.testing.assert_array_equal(np.isnan(u), inside)
+        errors.append(np.nanmax(np.abs(u - truth)))
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all((1.8 < orders) & (orders < 2.3)), f"Shortley-Weller with k2 u is second order: {orders}"
+    assert errors[-1] < 2e-5
+
+
+def test_poisson_holes_solves_a_constant_exactly_and_the_disks_get_their_values():
+    c = 0.7
+    x, y, u = fd.poisson_holes_fd(20, (-1, -1), (1, 1), fd.CG_DISKS, 64.0, lambda x, y: 64.0 * c + 0 * x, c, c)
+    np.testing.assert_allclose(u[np.isfinite(u)], c, atol=1e-12)
+    x, y, u = fd.poisson2d_cg_fd(20)
+    assert x.shape == (41,) and np.isnan(u[28, 28]) and np.isnan(u[10, 30])  # centres (0.4, -0.4), (-0.5, 0.5)
+    np.testing.assert_array_equal(u[0], fd.CG_EDGES)
+    assert u[16, 8] == u[28, 20] == fd.CG_CIRCLES  # (-0.2, -0.6) and (0.4, 0) lie on circles
+    assert np.nanmin(u) < -0.5 and np.nanmax(u) > 1.2, "the source drives u beyond its boundary values"
+
+
+def test_poisson2d_cg_reference_converges_well_below_the_target():
+    grids = [fd.on_test_grid(*fd.cached("cg2d", n), points=201)[2] for n in (100, 200, 400)]
+    order, error = richardson(grids)
+    assert 1.8 < order < 2.2, "Shortley-Weller is second order"
+    assert relative_l2(grids[1], grids[2]) < 5e-4, "h and h/2 agree to a tenth of the target 5e-3"
+    assert error < 1e-4, f"the n = 400 reference (used by poisson2d_cg) is off by ~{error:.1e}"
+
+
+def test_poisson_holes_refuses_bad_input():
+    disks = fd.CG_DISKS
+    with pytest.raises(ValueError, match="whole cells"):
+        fd.poisson_holes_fd(20, (-1, -1), (1.01, 1), disks)
+    with pytest.raises(ValueError, match="not strictly inside"):
+        fd.poisson_holes_fd(20, (-1, -1), (1, 1), [(0.9, 0.0, 0.2)])
+    with pytest.raises(ValueError, match="k2 >= 0"):
+        fd.poisson_holes_fd(20, (-1, -1), (1, 1), disks, k2=-1.0)
+    with pytest.raises(ValueError, match="n >= 40"):
+        fd.poisson_holes_fd(20, (-1, -1), (1, 1), [(0.0, 0.0, 0.05)])
