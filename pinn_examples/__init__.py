@@ -31,6 +31,7 @@ EXAMPLES = (
     "maml_pinn",
     "maml_sinusoid",
     "poisson",
+    "poisson2d_ms",
     "poisson_inverse",
     "poisson_lshape",
     "poisson_nd",
