@@ -74,7 +74,9 @@ def coefficients(directory: str | os.PathLike | None = None) -> tuple[np.ndarray
         try:
             array = np.loadtxt(path, dtype=np.float64).ravel()
         except ValueError as error:
-            raise ValueError(f"poisson2d_ms: {path} is not a table of numbers ({error}); restore PINNacle's file.")
+            raise ValueError(
+                f"poisson2d_ms: {path} is not a table of numbers ({error}); restore PINNacle's ref/{name}."
+            ) from None
         if array.size != count or not np.all(np.isfinite(array)):
             raise ValueError(
                 f"poisson2d_ms: {path} holds {array.size} values (finite: {bool(np.all(np.isfinite(array)))}); "
