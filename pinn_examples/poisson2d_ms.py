@@ -40,8 +40,8 @@ References:
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples import poisson2d_ms_reference as ms
 from hodiff.pinn import Box
+from pinn_examples import poisson2d_ms_reference as ms
 from pinn_examples._runner import Example, Settings, run
 from pinn_examples.fd_references import on_test_grid
 
