@@ -130,6 +130,17 @@ def solve(
 
     Returns:
       ``(x, y, u)``: the axes (``n + 1`` nodes each, -10 to 10) and ``u`` on the grid (ij indexing).
+
+    Example:
+      ```python
+      import numpy as np
+      from pinn_examples.poisson2d_ms_reference import solve
+
+      # u = 1 + x / 20: Delta u = 0, du/dn + u = 1 + x / 20 -+ 1 / 20 on the left and right edges
+      robin = lambda x, y, nx, ny: 1.0 + x / 20.0 + nx / 20.0
+      x, y, u = solve(10, lambda x, y: 0.0 * x, robin)
+      np.testing.assert_allclose(u, 1.0 + x[:, None] / 20.0 + 0.0 * y[None, :], atol=1e-12)
+      ```
     """
     if n < 10 or n % BLOCKS:
         raise ValueError(f"poisson2d_ms reference: n={n} cells a side; give a multiple of {BLOCKS}, at least 10.")
