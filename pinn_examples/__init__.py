@@ -32,6 +32,7 @@ EXAMPLES = (
     "maml_sinusoid",
     "poisson",
     "poisson2d_cg",
+    "poisson2d_ms",
     "poisson_inverse",
     "poisson_lshape",
     "poisson_nd",

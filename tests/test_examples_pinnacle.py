@@ -224,3 +224,89 @@ def test_poisson2d_cg_reference_is_nan_exactly_outside_the_domain():
     np.testing.assert_array_equal(np.isfinite(values), inside)
     assert 0.6 < inside.mean() < 0.8  # the disks take pi (0.04 + 0.16 + 0.01 + 0.09) / 4 = 24% of the square
     np.testing.assert_allclose(values[0], 0.2)
+
+
+# ----------------------------------------------------------------------------- poisson2d_ms (Poisson2d-MS)
+@pytest.fixture
+def pinnacle_data():
+    """PINNacle's coefficient files, where the checkout keeps them (``../shared/pinnacle`` or $HODIFF_PINNACLE_DATA)."""
+    from pinn_examples import poisson2d_ms_reference
+
+    try:
+        poisson2d_ms_reference.coefficients()
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+
+
+def test_poisson2d_ms_flux_has_the_source_as_divergence(pinnacle_data):
+    from pinn_examples import poisson2d_ms, poisson2d_ms_reference
+
+    table = poisson2d_ms.tables()
+    rng = np.random.default_rng(4)
+    x, y, h = rng.uniform(-10, 10, 500), rng.uniform(-10, 10, 500), 1e-5
+    divergence = (poisson2d_ms.flux(x + h, y, table)[0] - poisson2d_ms.flux(x - h, y, table)[0]) / (2 * h)
+    divergence += (poisson2d_ms.flux(x, y + h, table)[1] - poisson2d_ms.flux(x, y - h, table)[1]) / (2 * h)
+    np.testing.assert_allclose(divergence, -poisson2d_ms_reference.source(x, y), atol=1e-8)
+    # the tensor and numpy versions agree
+    fx, fy = poisson2d_ms.flux(tf.constant(x), tf.constant(y), table)
+    np.testing.assert_allclose(fx.numpy(), poisson2d_ms.flux(x, y, table)[0], rtol=1e-12)
+    np.testing.assert_allclose(fy.numpy(), poisson2d_ms.flux(x, y, table)[1], rtol=1e-12)
+
+
+def test_poisson2d_ms_loss_is_the_ritz_energy_up_to_a_constant(pinnacle_data):
+    """loss(u) - loss(0) = 2 E(u) / area, E(u) = int 1/2 |grad u|^2 + g u + 1/2 oint u^2 (an independent quadrature)."""
+    from pinn_examples import poisson2d_ms, poisson2d_ms_reference
+
+    problem, _ = poisson2d_ms.build(poisson2d_ms.EXAMPLE.presets["default"])
+    points = problem.sample_points(10000)
+    weights = {name: problem.weights.get(name, 1.0) for name in problem.term_names}
+    loss = lambda solution: sum(weights[k] * float(v) for k, v in problem.loss_terms(solution, points, {}).items())
+    u = lambda x: 3.0 * tf.sin(0.2 * x[:, :1] + 0.4) * tf.cos(0.15 * x[:, 1:]) + 0.5
+    # the energy on a finer midpoint grid, with g = -f / a from the reference module
+    n = 400
+    axis = poisson2d_ms.midpoints(n)
+    gx, gy = np.meshgrid(axis, axis, indexing="ij")
+    values = 3.0 * np.sin(0.2 * gx + 0.4) * np.cos(0.15 * gy) + 0.5
+    ux, uy = 0.6 * np.cos(0.2 * gx + 0.4) * np.cos(0.15 * gy), -0.45 * np.sin(0.2 * gx + 0.4) * np.sin(0.15 * gy)
+    cell = (20.0 / n) ** 2
+    energy = np.sum(0.5 * (ux**2 + uy**2) + poisson2d_ms_reference.source(gx, gy) * values) * cell
+    edges, _ = poisson2d_ms.edge_points(n)
+    edge_values = 3.0 * np.sin(0.2 * edges[:, 0] + 0.4) * np.cos(0.15 * edges[:, 1]) + 0.5
+    energy += 0.5 * np.sum(edge_values**2) * 20.0 / n
+    zero = lambda x: 0.0 * x[:, :1]
+    difference = loss(u) - loss(zero)
+    assert abs(difference - 2.0 * energy / 400.0) < 2e-3 * abs(difference)
+
+
+@pytest.mark.usefixtures("pinnacle_data")
+def test_poisson2d_ms_fast_preset_trains_evaluates_and_refuses_bad_input(tmp_path, monkeypatch):
+    output = tmp_path / "poisson2d_ms"
+    assert main(["poisson2d_ms", "--preset", "fast", "--output", str(output), "--no-progress"]) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["relative_l2_error"] < metrics["initial_relative_l2_error"]
+    # --evaluate at test-grid nodes on the edges, the corners and the interfaces gives the run's own prediction there
+    with np.load(output / "prediction.npz") as run:
+        x, y, prediction = run["x"], run["y"], run["prediction"]
+    rows = [(0, 0), (100, 100), (20, 60), (40, 40), (100, 35), (0, 80), (57, 13)]
+    points = np.array([[x[i], y[j]] for i, j in rows])
+    np.save(tmp_path / "points.npy", points)
+    assert main(["poisson2d_ms", "--evaluate", str(tmp_path / "points.npy"), "--output", str(output)]) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        np.testing.assert_allclose(evaluation["u"], [prediction[i, j] for i, j in rows], rtol=1e-10)
+    # an --interior that is not the square of a multiple of 5
+    with pytest.raises(SystemExit, match=r"--interior 1000 is not n\^2.*--interior 900"):
+        main(["poisson2d_ms", "--preset", "fast", "--interior", "1000", "--output", str(tmp_path / "other")])
+    # the coefficient files missing: the message names the file and the fix
+    monkeypatch.setenv("HODIFF_PINNACLE_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(SystemExit, match=r"poisson_a_coef\.dat is missing.*HODIFF_PINNACLE_DATA"):
+        main(["poisson2d_ms", "--preset", "fast", "--output", str(tmp_path / "other")])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("pinnacle_data")
+def test_poisson2d_ms_default_preset_meets_its_target(tmp_path):
+    output = tmp_path / "poisson2d_ms"
+    assert main(["poisson2d_ms", "--output", str(output), "--no-progress"]) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["target_met"] is True
+    assert abs(metrics["quadrature_gap"]) < 1e-2, "the network has not learnt layers between the quadrature points"
