@@ -40,6 +40,7 @@ PROBLEMS: dict[str, tuple[str, str, float | None, float | None]] = {
     "laplace_holes": ("Poisson2d-C", "see docs/examples.md", None, None),
     "lid_driven_cavity": ("NS2d-C", "<= 1e-2 (u, v), <= 2e-2 (u, v, p)", None, 4.7e-2),
     "wave": ("Wave1d-C", "see docs/examples.md", None, None),
+    "ns2d_cg": ("NS2d-CG", "<= 2e-2 (u, v, p), <= 1e-2 (u, v)", 8.2e-2, None),
     "poisson_nd": ("PNd", "<= 5e-5", 4.7e-4, None),
     "heat_nd": ("HNd", "<= 2e-5", 1.2e-4, None),
     "poisson_inverse": ("PInv", "<= 1e-2 on u and on a", 2.5e-2, None),

@@ -178,6 +178,7 @@ def solve_flow(
         P, p0 = _replace(P, p0, sp_, nx, rows, p_terms)
         u_used[nx + 1] |= u_unknown[nx]
         v_used[nx + 1] |= v_unknown[nx]
+
     def affine(parts, shape, full, base, i, j):
         """sum of weight * A[i + di, j + dj] as (matrix, vector) in z."""
         pick = sum(w * _pick(shape, i, j, di, dj) for di, dj, w in parts)
@@ -281,8 +282,8 @@ def solve(cells: int = 128, nu: float = NU, tolerance: float = 1e-11) -> dict[st
 
 
 def _extend(p: np.ndarray) -> np.ndarray:
-    """``p`` (or a velocity) with its NaN cells next to fluid cells filled by linear extrapolation from the fluid (the mean over
-    the directions that have fluid), so that bilinear interpolation stays second order up to the walls."""
+    """``p`` (or a velocity) with its NaN cells next to fluid cells filled by linear extrapolation from the
+    fluid (the mean over the directions that have fluid): bilinear interpolation stays second order at walls."""
     padded = np.pad(p, 2, constant_values=np.nan)
     guesses = []
     for axis in (0, 1):
@@ -339,7 +340,7 @@ def inlet(y: np.ndarray) -> np.ndarray:
 
 
 def channel_walls(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The channel's boundary velocity: :func:`inlet` at ``x = 0``, at rest on the walls (and ``v = 0`` at the outlet)."""
+    """The channel's boundary velocity: :func:`inlet` at ``x = 0``, at rest on the walls."""
     return np.where(x == 0.0, inlet(y), 0.0), np.zeros(np.shape(x))
 
 
