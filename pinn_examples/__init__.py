@@ -30,6 +30,7 @@ EXAMPLES = (
     "lid_driven_cavity",
     "maml_pinn",
     "maml_sinusoid",
+    "ns2d_cg",
     "poisson",
     "poisson2d_cg",
     "poisson2d_ms",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pinn_examples import fd_references, heat_inverse, heat_nd, poisson2d_cg, poisson_inverse, poisson_nd
+from pinn_examples import fd_references, heat_inverse, heat_nd, ns2d_cg, poisson2d_cg, poisson_inverse, poisson_nd
 from pinn_examples.__main__ import main
 
 MODULES = {
@@ -310,3 +310,90 @@ def test_poisson2d_ms_default_preset_meets_its_target(tmp_path):
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["target_met"] is True
     assert abs(metrics["quadrature_gap"]) < 1e-2, "the network has not learnt layers between the quadrature points"
+
+
+def _coarse_channel():  # the default's 128 cells per unit take minutes; 16 are enough to see training progress
+    return ns2d_cg.reference(cells=16, cache=None)
+
+
+def test_ns2d_cg_hard_conditions_hold_for_any_network():
+    problem, model = ns2d_cg.build(ns2d_cg.EXAMPLE.presets["fast"])
+    s = np.linspace(0.0, 1.0, 11)
+    inlet = np.stack([np.zeros_like(s), s], axis=1)
+    walls = np.concatenate(
+        [
+            np.stack([4 * s, 0 * s], 1),  # bottom
+            np.stack([2 * s, 0 * s + 1], 1),  # top of the narrow part
+            np.stack([0 * s + 2, 1 + s], 1),  # the step
+            np.stack([2 + 2 * s, 0 * s + 2], 1),  # top of the wide part
+        ]
+    )
+    dtype = model.weights[0].dtype
+    values = problem.solution(model)(tf.constant(np.concatenate([inlet, walls]), dtype)).numpy()
+    np.testing.assert_allclose(values[:11, 0], 4 * s * (1 - s), atol=1e-6)
+    np.testing.assert_allclose(values[:, 1], 0.0, atol=1e-6)
+    np.testing.assert_allclose(values[11:, 0], 0.0, atol=1e-6)
+    # ... and not inside, nor at the outlet, where u and v are free
+    inside = np.array([[1.0, 0.5], [3.0, 1.5], [4.0, 0.7]])
+    assert np.all(np.abs(problem.solution(model)(tf.constant(inside, dtype)).numpy()[:, :2]) > 1e-4)
+
+
+def test_ns2d_cg_equations_agree_with_the_reference():
+    """The example's residual on the finite-volume flow (differences on its 32-cell grid) is small; nu off by
+    a factor 2 is not."""
+    from pinn_examples import cavity_reference
+
+    cells, h = 32, 1.0 / 32
+    x, y = 2.5 + (np.arange(32) + 0.5) * h, 0.2 + (np.arange(51) + 0.5) * h  # behind the step, off the walls
+    flow = cavity_reference.interpolate(cavity_reference.solve_channel(cells), x, y, h=h)
+    d = {name: flow[name] for name in ("u", "v")}
+    grad = lambda f, axis: np.gradient(f, h, axis=axis)
+    for name in ("u", "v", "p"):
+        d[f"{name}_x"], d[f"{name}_y"] = grad(flow[name], 0), grad(flow[name], 1)
+    for name in ("u", "v"):
+        d[f"{name}_xx"], d[f"{name}_yy"] = grad(d[f"{name}_x"], 0), grad(d[f"{name}_y"], 1)
+    inner = (slice(2, -2), slice(2, -2))
+    scale = np.abs(d["u"] * d["u_x"]).max()
+    residuals = ns2d_cg.residual(d, None, None)
+    for name, value in residuals.items():
+        assert np.abs(value[inner]).max() < 0.05 * scale, name
+    viscous = ns2d_cg.NU * (d["u_xx"] + d["u_yy"])
+    assert np.abs((residuals["momentum_x"] + viscous)[inner]).max() > 0.2 * scale  # nu -> 2 nu shows
+
+
+def test_ns2d_cg_fast_preset_trains_evaluates_and_refuses_bad_points(tmp_path, monkeypatch):
+    monkeypatch.setattr(ns2d_cg.EXAMPLE, "reference", _coarse_channel)
+    output = tmp_path / "ns2d_cg"
+    assert main(["ns2d_cg", "--preset", "fast", "--output", str(output), "--no-progress"]) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["error_fields"] == ["u", "v", "p"]
+    assert metrics["relative_l2_error"] < metrics["initial_relative_l2_error"]
+    assert all(np.isfinite(metrics[f"relative_l2_error_{field}"]) for field in "uvp")
+    assert 0 < metrics["relative_l2_error_uv"] and metrics["target_metric"] == "target_ratio"
+    expected = max(metrics["relative_l2_error"] / 2e-2, metrics["relative_l2_error_uv"] / 1e-2)
+    assert metrics["target_ratio"] == pytest.approx(expected)
+    history = (output / "history.csv").read_text().splitlines()[0].split(",")
+    assert {"momentum_x", "momentum_y", "continuity", "outlet_normal", "outlet_shear"} <= set(history)
+    with np.load(output / "prediction.npz") as prediction:  # NaN in the solid block [0, 2] x [1, 2]
+        assert np.isnan(prediction["prediction_u"][50, 75]) and np.isfinite(prediction["prediction_u"][150, 75])
+    points = np.array([[0.5, 0.5], [3.0, 1.5], [2.0, 1.0], [4.0, 0.2], [1.0, 1.5]])  # the last is in the block
+    np.save(tmp_path / "points.npy", points)
+    with pytest.raises(SystemExit, match="outside"):
+        main(["ns2d_cg", "--evaluate", str(tmp_path / "points.npy"), "--output", str(output)])
+    arguments = ["ns2d_cg", "--evaluate", str(tmp_path / "points.npy"), "--output", str(output), "--outside", "nan"]
+    assert main(arguments) == 0
+    with np.load(output / "evaluation.npz") as evaluation:
+        assert set(evaluation.files) == {"points", "checkpoint", "step", "u", "v", "p"}
+        assert np.isnan(evaluation["p"][4]) and np.all(np.isfinite(evaluation["p"][:4]))
+        np.testing.assert_allclose(evaluation["v"][2], 0.0, atol=1e-6)  # the corner is a wall
+    np.save(tmp_path / "wrong.npy", points[:, :1])
+    with pytest.raises(SystemExit, match=r"give 2 columns in that order"):
+        main(["ns2d_cg", "--evaluate", str(tmp_path / "wrong.npy"), "--output", str(output)])
+
+
+@pytest.mark.slow
+def test_ns2d_cg_default_preset_meets_both_targets(tmp_path):
+    output = tmp_path / "ns2d_cg"
+    assert main(["ns2d_cg", "--output", str(output), "--no-progress"]) == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["relative_l2_error"] <= 2e-2 and metrics["relative_l2_error_uv"] <= 1e-2

@@ -96,3 +96,87 @@ def test_cavity_reference_meets_the_walls_and_the_gauge():
     np.testing.assert_allclose(flow["v"][:, -1], 0.0, atol=1e-12)
     assert abs(flow["p"][0, 0]) < 1e-12
     assert flow["u"][10, 10] < 0 < flow["u"][10, 18], "the lid drives a clockwise vortex: back flow below"
+
+
+def test_cavity_reference_keeps_its_numbers_as_a_case_of_the_general_solver():
+    """The cavity is one call of solve_flow; these are the old cavity-only solver's numbers on 16 cells."""
+    from pinn_examples import cavity_reference
+
+    flow = cavity_reference.solve(16)
+    assert flow["u"][8, 12] == pytest.approx(-0.029241381245304607, abs=1e-15)
+    assert flow["v"][5, 9] == pytest.approx(0.16396987800909857, abs=1e-15)
+    assert flow["p"][3, 14] == pytest.approx(-0.03911391501486646, abs=1e-15)
+    sums = [np.abs(flow[name]).sum() for name in "uvp"]
+    np.testing.assert_allclose(sums, [38.969687603610126, 24.34456800785062, 6.225688896948188], rtol=1e-13)
+
+
+def _channel_on_grid(cells, x, y):
+    from pinn_examples import cavity_reference
+
+    flow = cavity_reference.interpolate(cavity_reference.solve_channel(cells), x, y, h=1.0 / cells)
+    outside = ~cavity_reference.in_channel(x[:, None], y[None, :])
+    return {name: np.where(outside, np.nan, values) for name, values in flow.items()}
+
+
+def test_channel_reference_meets_its_boundary_conditions():
+    from pinn_examples import cavity_reference
+
+    cells = 8
+    flow = cavity_reference.solve_channel(cells)
+    u, v, p = flow["u"], flow["v"], flow["p"]
+    y = (np.arange(cells) + 0.5) / cells
+    np.testing.assert_allclose(u[0, 1 : cells + 1], 4 * y * (1 - y), atol=1e-14)  # the inlet
+    # mass: what the inlet lets in leaves through the outlet (continuity holds in every cell)
+    np.testing.assert_allclose(u[-1, 1:-1].sum(), u[0, 1 : cells + 1].sum(), rtol=1e-12)
+    # no slip: the mean of a node and its ghost (or the node on the wall) is zero on every wall
+    np.testing.assert_allclose(u[1:-1, 0] + u[1:-1, 1], 0.0, atol=1e-14)  # bottom
+    np.testing.assert_allclose(u[2 * cells + 1 : -1, -1] + u[2 * cells + 1 : -1, -2], 0.0, atol=1e-14)  # top
+    np.testing.assert_allclose(u[1 : 2 * cells, cells] + u[1 : 2 * cells, cells + 1], 0.0, atol=1e-14)  # y = 1
+    np.testing.assert_allclose(u[2 * cells, cells + 1 : -1], 0.0, atol=1e-14)  # the step x = 2
+    np.testing.assert_allclose(v[1 : 2 * cells + 1, cells], 0.0, atol=1e-14)  # y = 1 from below
+    assert np.isnan(p[: 2 * cells, cells:]).all()  # the solid block
+    assert np.isfinite(p[2 * cells :]).all() and np.isfinite(p[:, :cells]).all()
+    # the stress-free outlet: p = 2 nu u_x at x = 4, up to the discretisation (which halves with h here)
+    mismatch = []
+    for n, solution in ((cells, flow), (2 * cells, cavity_reference.solve_channel(2 * cells))):
+        x = np.array([4.0 - 2.0 / n, 4.0 - 1.0 / n, 4.0])
+        grid = cavity_reference.interpolate(solution, x, np.linspace(0.25, 1.75, 7), h=1.0 / n)
+        u_x = (3 * grid["u"][2] - 4 * grid["u"][1] + grid["u"][0]) * n / 2
+        mismatch.append(np.abs(grid["p"][2] - 2 * cavity_reference.NU * u_x).max())
+    assert mismatch[1] < min(mismatch[0] / 2, 6e-3), mismatch
+    assert u[-1, 1:-1].min() < 0 < u[-1, 1:-1].max(), "the recirculation behind the step reaches the outlet"
+
+
+def test_channel_reference_converges():
+    """Halving h: the change in (u, v) shrinks by ~2^1.1 or better (the re-entrant corner's velocity ~ r^0.54
+    limits it), and in p (whose level upstream of the corner converges about first order) it shrinks too."""
+    x, y = np.linspace(0.0, 4.0, 81), np.linspace(0.0, 2.0, 41)
+    flows = {cells: _channel_on_grid(cells, x, y) for cells in (8, 16, 32)}
+
+    def difference(a, b, fields):  # relative L2, as the example's error
+        inside = np.isfinite(flows[b]["u"])
+        squares = sum(np.sum((flows[a][f][inside] - flows[b][f][inside]) ** 2) for f in fields)
+        return np.sqrt(squares / sum(np.sum(flows[b][f][inside] ** 2) for f in fields))
+
+    for fields, order in (("uv", 1.3), ("uvp", 1.3), ("p", 0.3)):
+        coarse, fine = difference(8, 16, fields), difference(16, 32, fields)
+        assert np.log2(coarse / fine) > order, (fields, coarse, fine)
+    assert difference(16, 32, "uv") < 8e-3
+
+
+@pytest.mark.slow
+def test_channel_reference_error_is_well_below_the_targets():
+    """h = 1/32, 1/64, 1/128: observed orders and the Richardson estimate of the 128-cell solution's own error."""
+    x, y = np.linspace(0.0, 4.0, 201), np.linspace(0.0, 2.0, 101)
+    flows = {cells: _channel_on_grid(cells, x, y) for cells in (32, 64, 128)}
+
+    def difference(a, b, fields):
+        inside = np.isfinite(flows[b]["u"])
+        squares = sum(np.sum((flows[a][f][inside] - flows[b][f][inside]) ** 2) for f in fields)
+        return np.sqrt(squares / sum(np.sum(flows[b][f][inside] ** 2) for f in fields))
+
+    for fields, target in (("uv", 1e-2), ("uvp", 2e-2)):
+        coarse, fine = difference(32, 64, fields), difference(64, 128, fields)
+        order = np.log2(coarse / fine)
+        assert order > 0.8, (fields, order)
+        assert fine / (2**order - 1) < target / 5, (fields, fine, order)  # the 128-cell error, by Richardson
