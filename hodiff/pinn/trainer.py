@@ -54,6 +54,7 @@ from hodiff import _validate
 from hodiff._deprecation import warn_renamed
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, ResidualResampling
 from hodiff.pinn.data import TrainingData
+from hodiff.pinn.diagnostics import StallDiagnostic
 from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import Problem
 from hodiff.pinn.runlog import RunClock, RunLog
@@ -148,6 +149,8 @@ class Trainer:
                 )
             if isinstance(callback, (AdaptiveWeights, ResidualResampling)):
                 check_every(callback.every, schedule.steps_per_call, f"{type(callback).__name__}.every")
+        if schedule.diagnose_every and not any(isinstance(c, StallDiagnostic) for c in callbacks):
+            callbacks = [*callbacks, StallDiagnostic(every=schedule.diagnose_every)]
         learning_rate = check_optimizer(optimizer, learning_rate)
         if not model.built or not model.weights:
             raise ValueError(
