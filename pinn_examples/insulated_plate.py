@@ -15,7 +15,9 @@ holes) against the finite elements' flux. Target 1e-2.
 import dataclasses
 
 import numpy as np
+import tensorflow as tf
 
+from hodiff.pinn.geometry.distance import r_equivalence, segment_adf
 from pinn_examples._runner import Example, Settings, run, setting
 from pinn_examples.plate_reference import DISK_CENTRE, DISK_RADIUS, HEIGHT, LENGTH, SQUARE, plate_reference
 
@@ -39,42 +41,56 @@ def domain_and_parts():
     return outer - disk - square, disk, square
 
 
-def on_walls(x):
-    """The top and bottom edges (the plate's insulated outer faces): a predicate, unambiguous."""
-    return np.isclose(x["y"], 0.0) | np.isclose(x["y"], HEIGHT)
+def _fold(x, a):
+    """x on [a, 2 - a]; towards the ends a smooth monotone map with zero slope at x = 0 and x = 2."""
+    low = a * (x / a + (x / a - 1.0) ** 4 / 4.0)  # q(t) = t + (t - 1)^4 / 4: q'(0) = 0, C^3 at t = 1
+    high = LENGTH - a * ((LENGTH - x) / a + ((LENGTH - x) / a - 1.0) ** 4 / 4.0)
+    return tf.where(x < a, low, tf.where(x > LENGTH - a, high, x))
 
 
-def near_corners(x):
-    """Square-hole boundary points within 0.05 of one of its corners (the re-entrant corners of the plate)."""
-    corners = [(SQUARE[i][0], SQUARE[j][1]) for i in (0, 1) for j in (0, 1)]
-    return np.min([np.hypot(x["x"] - cx, x["y"] - cy) for cx, cy in corners], axis=0) < 0.05
+def insulated_distance(points):
+    """phi: zero on the top, the bottom and both holes, positive inside, |grad phi| = 1 on them, and
+    d phi / dx = 0 at x = 0 and x = 2 (the holes' distances see x through :func:`_fold`)."""
+    x = points @ tf.constant([[1.0], [0.0]], points.dtype)
+    y = points @ tf.constant([[0.0], [1.0]], points.dtype)
+    x, y = x[:, 0], y[:, 0]
+    walls = y * (HEIGHT - y) / HEIGHT  # slope 1 at y = 0 and y = 1
+    folded = _fold(x, 0.2)
+    (cx, cy), r = DISK_CENTRE, DISK_RADIUS
+    disk = ((folded - cx) ** 2 + (y - cy) ** 2 - r**2) / (2 * r)
+    (x0, y0), (x1, y1) = SQUARE
+    corners = [np.array(c, dtype=float) for c in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
+    edges = [segment_adf(a, b)([folded, y]) for a, b in zip(corners, corners[1:] + corners[:1])]
+    return r_equivalence([walls, disk, *edges])
 
 
 def build(settings: Settings):
     from hodiff import pinn
 
-    domain, disk, square = domain_and_parts()
+    domain, _, _ = domain_and_parts()
+    model = pinn.mlp(domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed)
 
-    def lift(x, u):  # u = 1 at x = 0 and u = 0 at x = 2, exactly
-        return (1.0 - x["x"] / LENGTH)[:, None] + (x["x"] * (LENGTH - x["x"]))[:, None] * u
+    def exact_conditions(x, u):
+        points = x.points
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(points)
+            n = model(points)[:, 0]
+            phi = insulated_distance(points)
+        grad_n, grad_phi = tape.gradient(n, points), tape.gradient(phi, points)
+        del tape
+        phi_x = (grad_phi @ tf.constant([[1.0], [0.0]], points.dtype))[:, 0]
+        along = tf.reduce_sum(grad_phi * grad_n, axis=1)  # grad phi . grad N
+        lift, factor = 1.0 - x["x"] / LENGTH, x["x"] * (LENGTH - x["x"])
+        correction = -factor * along + phi_x * (1.0 / LENGTH - (LENGTH - 2.0 * x["x"]) * n)
+        return (lift + factor * n + phi * correction)[:, None]
 
-    count = getattr(settings, "boundary", 512)
-    insulated = [
-        pinn.Neumann(0.0, count=count, name="walls", where=on_walls),
-        pinn.Neumann(0.0, count=count // 2, name="disk", where=disk),
-        pinn.Neumann(0.0, count=count // 2, name="square", where=square),
-        pinn.Neumann(0.0, count=count // 4, name="corners", where=near_corners),
-    ]
     problem = pinn.Problem(
         domain,
         needs=("u_xx", "u_yy"),
         residual=lambda d, x, p: d["u_xx"] + d["u_yy"],
-        conditions=insulated,
-        output_transform=lift,
+        output_transform=exact_conditions,
     )
-    return problem, pinn.mlp(
-        domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed
-    )
+    return problem, model
 
 
 def reference():

@@ -115,7 +115,7 @@ def on_grid(nodes: np.ndarray, u: np.ndarray, x: np.ndarray, y: np.ndarray) -> n
 
 
 TEST_AXES = {"x": np.linspace(0.0, LENGTH, 201), "y": np.linspace(0.0, HEIGHT, 101)}  # h = 0.01
-REFERENCE_N = 320
+REFERENCE_N = 160
 
 
 @functools.lru_cache(maxsize=2)

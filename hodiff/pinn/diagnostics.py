@@ -5,9 +5,12 @@ cheaply, from the run's history and a few gradients:
 
 - **plateau far above zero**: over the second half of a phase the loss fell by less than
   ``plateau`` (relative), and it is still above ``far_above`` times the first logged loss;
+  checked at the end of the Adam and the L-BFGS phase;
 - **conflict** (cancellation): some weighted term's gradient is ``cancellation`` times longer
   than the gradient of the total, so the terms pull against each other and the optimiser sits at a
-  compromise between them; the pairs with negative cosines are the conflicting terms.
+  compromise between them; the pairs with negative cosines are the conflicting terms. Checked
+  when a phase ends far above zero: after Adam only on a plateau (Adam's own noise makes the
+  ratio large while the loss still falls), after L-BFGS always.
 
 :class:`StallDiagnostic` checks at the end of each phase (Adam, L-BFGS), logs a warning naming
 the conflicting terms and what to try, and records it in ``trainer.run_info["diagnostics"]``
@@ -125,8 +128,9 @@ class StallDiagnostic(Callback):
 
     def on_phase_end(self, trainer: Trainer, phase: str, result: Any) -> None:
         rows = [row for row in trainer.history if math.isfinite(row.get("loss", math.nan))]
-        mine = [row["loss"] for row in rows if row["phase"] == phase]
-        if not rows or len(mine) < 2:
+        start = next((i for i, row in enumerate(rows) if row["phase"] == phase), len(rows))
+        mine = [row["loss"] for row in rows[max(start - 1, 0) :]]  # the phase's rows, from the row before it
+        if len(mine) < 2:
             return
         loss, first = float(trainer.final_loss), rows[0]["loss"]
         if not loss > self.far_above * first:
@@ -134,8 +138,11 @@ class StallDiagnostic(Callback):
         half = len(mine) // 2
         before, after = min(mine[:half]), min(mine[half:])
         fall = (before - after) / before if before > 0 else 0.0
+        plateau = fall < self.plateau
+        if not plateau and phase == "adam":  # Adam is still moving: L-BFGS decides
+            return
         check = gradient_check(trainer)
-        plateau, conflict = fall < self.plateau, check["cancellation"] >= self.cancellation
+        conflict = check["cancellation"] >= self.cancellation
         if not (plateau or conflict):
             return
         step = int(rows[-1]["step"])
