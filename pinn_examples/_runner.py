@@ -752,6 +752,7 @@ def _run(example: Example, argv: list[str] | None) -> int:
         "replicas": trainer.replicas,
         "final_loss": trainer.final_loss,
         "settings": dataclasses.asdict(settings),
+        "diagnostics": trainer.run_info.get("diagnostics", []),  # stalls and conflicts the trainer noticed
         **extra_metrics,
     }
     line, status = _verdict(example, args.preset, metrics)

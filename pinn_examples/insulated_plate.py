@@ -137,4 +137,3 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
-

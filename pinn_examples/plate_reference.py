@@ -52,7 +52,9 @@ def plate_mesh(n: int) -> tuple[np.ndarray, np.ndarray]:
       ``(nodes (M, 2), triangles (T, 3))``, the triangles counter-clockwise.
     """
     if n < 20 or n % 10:
-        raise ValueError(f"plate_mesh: n={n!r} must be a multiple of 10 and at least 20 (the square's edges lie on it).")
+        raise ValueError(
+            f"plate_mesh: n={n!r} must be a multiple of 10 and at least 20 (the square's edges lie on it)."
+        )
     h = 1.0 / n
     gx, gy = np.meshgrid(np.linspace(0, LENGTH, round(LENGTH * n) + 1), np.linspace(0, HEIGHT, n + 1), indexing="ij")
     gx, gy = gx.ravel(), gy.ravel()
@@ -76,7 +78,9 @@ def _stiffness(nodes: np.ndarray, triangles: np.ndarray) -> scipy.sparse.csr_mat
     p = nodes[triangles]  # (T, 3, 2)
     edges = np.roll(p, -1, axis=1) - np.roll(p, 1, axis=1)  # edge opposite each vertex
     area = 0.5 * np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
-    gradients = np.stack([-edges[..., 1], edges[..., 0]], axis=-1) / (2 * area[:, None, None])  # grad of barycentric i, up to sign
+    gradients = np.stack([-edges[..., 1], edges[..., 0]], axis=-1) / (
+        2 * area[:, None, None]
+    )  # grad of barycentric i, up to sign
     local = area[:, None, None] * np.einsum("tik,tjk->tij", gradients, gradients)
     rows = np.repeat(triangles, 3, axis=1).ravel()
     cols = np.tile(triangles, (1, 3)).ravel()

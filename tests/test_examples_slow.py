@@ -20,6 +20,7 @@ TARGETS = [
     ("kovasznay", [], 1e-3),
     ("lid_driven_cavity", [], 1e-2),
     ("kdv", [], 2e-2),
+    ("insulated_plate", [], 1e-2),
 ]
 
 

@@ -23,7 +23,9 @@ def test_segment_flux_of_a_harmonic_field_matches_its_closed_form():
     # a slanted cut from (0, 0) to (1, 1), normal (1, -1)/sqrt 2: integral (y - x)/sqrt 2 ds = 0
     assert segment_flux(grad_xy, (0.0, 0.0), (1.0, 1.0)) == pytest.approx(0.0, abs=1e-13)
     # x = 0.5 crosses the disk on y in (0.3, 0.7): integral of y over [0, 0.3] and [0.7, 1] = 0.3
-    assert segment_flux(grad_xy, (0.5, 0.0), (0.5, 1.0), domain=PLATE) == pytest.approx(0.3, abs=1e-8)  # ends to contains() tolerance
+    assert segment_flux(grad_xy, (0.5, 0.0), (0.5, 1.0), domain=PLATE) == pytest.approx(
+        0.3, abs=1e-8
+    )  # ends to contains() tolerance
     # x = 0.6 crosses it on 0.5 +- sqrt(0.04 - 0.01)
     half = np.sqrt(0.03)
     expected = 0.5 - ((0.5 + half) ** 2 - (0.5 - half) ** 2) / 2

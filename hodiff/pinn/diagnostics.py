@@ -41,7 +41,7 @@ Example:
                          callbacks=[diagnostic])
   trainer.lbfgs(100)
   finding = trainer.run_info["diagnostics"][-1]
-  assert finding["kind"] == "conflict" and set(finding["terms"]) == {"low", "high"}
+  assert finding["kind"] == "conflict" and {"low", "high"} <= set(finding["terms"])
   assert "gradient_cancellation" in trainer.history[-1] or "gradient_norm_total" not in trainer.history[-1]
   ```
 """
@@ -89,7 +89,12 @@ def gradient_check(trainer: Trainer) -> dict[str, Any]:
         for j in large[a + 1 :]
         if cosines[i, j] < -0.5
     ]
-    return {"norms": norms, "total": total, "cancellation": cancellation, "conflicts": sorted(pairs, key=lambda p: p[2])}
+    return {
+        "norms": norms,
+        "total": total,
+        "cancellation": cancellation,
+        "conflicts": sorted(pairs, key=lambda p: p[2]),
+    }
 
 
 @dataclasses.dataclass

@@ -86,18 +86,13 @@ def _pieces_inside(domain: Any, start: np.ndarray, end: np.ndarray, samples: int
                 b = middle
         return 0.5 * (a + b)
 
-    pieces, begin = [], 0.0 if inside[0] else None
+    edges = [0.0] if inside[0] else []  # alternately where a piece begins and where it ends
     for i in range(1, samples):
         if inside[i] != inside[i - 1]:
-            edge = crossing(t[i - 1], t[i], bool(inside[i - 1]))
-            if inside[i]:
-                begin = edge
-            else:
-                pieces.append((begin, edge))
-                begin = None
-    if begin is not None:
-        pieces.append((begin, 1.0))
-    return [(a, b) for a, b in pieces if b > a]
+            edges.append(crossing(t[i - 1], t[i], bool(inside[i - 1])))
+    if inside[-1]:
+        edges.append(1.0)
+    return [(a, b) for a, b in zip(edges[::2], edges[1::2]) if b > a]
 
 
 def segment_flux(
@@ -128,20 +123,20 @@ def segment_flux(
       ValueError: ``start`` and ``end`` are not distinct 2-D points, or ``vector_field`` returns the
         wrong shape.
     """
-    start, end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
-    if start.shape != (2,) or end.shape != (2,) or not np.all(np.isfinite([*start, *end])):
+    a, b = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
+    if a.shape != (2,) or b.shape != (2,) or not np.all(np.isfinite([*a, *b])):
         raise ValueError(f"segment_flux: start and end must be finite 2-D points (x, y), got {start} and {end}.")
-    length = float(np.hypot(*(end - start)))
+    length = float(np.hypot(*(b - a)))
     if length == 0.0:
-        raise ValueError(f"segment_flux: start and end are the same point {start.tolist()}; give a segment.")
-    normal = np.array([end[1] - start[1], start[0] - end[0]]) / length
-    pieces = [(0.0, 1.0)] if domain is None else _pieces_inside(domain, start, end, samples)
+        raise ValueError(f"segment_flux: start and end are the same point {a.tolist()}; give a segment.")
+    normal = np.array([b[1] - a[1], a[0] - b[0]]) / length
+    pieces = [(0.0, 1.0)] if domain is None else _pieces_inside(domain, a, b, samples)
     if not pieces:
         return 0.0
     nodes, weights = np.polynomial.legendre.leggauss(order)
-    t = np.concatenate([a + (b - a) * (nodes + 1) / 2 for a, b in pieces])
-    w = np.concatenate([(b - a) / 2 * weights for a, b in pieces]) * length
-    points = start + t[:, None] * (end - start)
+    t = np.concatenate([t0 + (t1 - t0) * (nodes + 1) / 2 for t0, t1 in pieces])
+    w = np.concatenate([(t1 - t0) / 2 * weights for t0, t1 in pieces]) * length
+    points = a + t[:, None] * (b - a)
     values = np.asarray(vector_field(points), dtype=np.float64)
     if values.shape != points.shape:
         raise ValueError(
@@ -151,7 +146,9 @@ def segment_flux(
     return float(np.sum(w * (values @ normal)))
 
 
-def polygon_flux(vector_field: VectorField, vertices: Sequence[Sequence[float]], domain: Any = None, **options) -> float:
+def polygon_flux(
+    vector_field: VectorField, vertices: Sequence[Sequence[float]], domain: Any = None, **options
+) -> float:
     """The flux of ``vector_field`` out of the closed polygon ``vertices`` (counter-clockwise).
 
     Zero for a field without sources inside the polygon (divergence-free). Arguments as in
