@@ -16,7 +16,8 @@ def solutions():
     results = {}
     for n in (40, 80, fem.REFERENCE_N):
         nodes, triangles, u, flux = fem.plate_fem(n)
-        results[n] = (fem.on_grid(nodes, u, fem.TEST_AXES["x"], fem.TEST_AXES["y"]), flux, nodes, triangles, u)
+        grid = fem.on_grid(nodes, triangles, u, fem.TEST_AXES["x"], fem.TEST_AXES["y"])
+        results[n] = (grid, flux, nodes, triangles, u)
     return results
 
 
