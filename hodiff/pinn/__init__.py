@@ -10,8 +10,7 @@ import importlib
 from typing import Any
 
 from hodiff._deprecation import warn_moved, warn_renamed
-from hodiff.pinn import backup, callbacks, conditions, geometry, metrics, names, runlog, saving
-from hodiff.pinn import diagnostics, flux  # stall diagnostic; conservation checks
+from hodiff.pinn import backup, callbacks, conditions, diagnostics, flux, geometry, metrics, names, runlog, saving
 from hodiff.pinn.backup import BackupCallback
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, EarlyStopping, RelativeL2Error, ResidualResampling
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin
