@@ -12,8 +12,8 @@ from pinn_examples import insulated_plate
 
 
 def soft_plate():
-    """The users' configuration of the insulated plate: every condition a loss term, float32, Adam then
-    L-BFGS (smaller than their 2,000 + 1,500 steps; it stalls the same way). The pieces are picked by
+    """The users' configuration of the insulated plate: every condition a loss term, float32 (a short
+    L-BFGS run in place of their 2,000 Adam + 1,500 L-BFGS steps; it stalls the same way). The pieces are picked by
     predicates, which select exactly the plate's left and right edges."""
     domain, _, _ = insulated_plate.domain_and_parts()
     left = lambda x: np.isclose(x["x"], 0.0)  # noqa: E731
@@ -36,15 +36,14 @@ def test_diagnostic_fires_on_the_users_soft_plate_and_names_the_conflicting_term
     schedule = pinn.Schedule(steps_per_call=50, log_every=50, progress=False, diagnose_every=100)
     trainer = pinn.Trainer(pinn.TrainingData(problem, interior=256), model, schedule=schedule)
     with caplog.at_level(logging.WARNING, logger="hodiff.pinn.diagnostics"):
-        trainer.adam(200)
-        trainer.lbfgs(100)
+        trainer.lbfgs(150)
     findings = trainer.run_info["diagnostics"]
     assert findings and findings[-1]["phase"] == "lbfgs" and findings[-1]["kind"] == "conflict"
     assert findings[-1]["cancellation"] >= 10 and findings[-1]["loss"] > 0.01 * findings[-1]["first_loss"]
     assert {"hot", "insulated"} <= set(findings[-1]["terms"]) or {"cold", "insulated"} <= set(findings[-1]["terms"])
     assert "cancel" in caplog.text and "conflicting terms" in caplog.text and "output_transform" in caplog.text
     rows = [row for row in trainer.history if "gradient_cancellation" in row]
-    assert [row["step"] for row in rows] == [100, 200, 300]
+    assert [row["step"] for row in rows] == [100]
     assert all(row["gradient_norm_total"] > 0 and row["gradient_norm_insulated"] > 0 for row in rows)
 
 
@@ -89,9 +88,8 @@ def test_diagnostic_stays_quiet_on_a_healthy_run_and_checks_its_options():
     trainer = pinn.Trainer(
         pinn.TrainingData(problem, interior=32), pinn.mlp(domain, width=8, depth=2), schedule=schedule
     )
-    trainer.adam(200)
-    trainer.lbfgs(200)
-    assert trainer.final_loss < 1e-3 * trainer.history[0]["loss"]
+    trainer.lbfgs(150)
+    assert trainer.final_loss < 1e-5
     assert "diagnostics" not in trainer.run_info
     with pytest.raises(ValueError, match="cancellation must be a finite number >= 1"):
         StallDiagnostic(cancellation=0.5)

@@ -4,7 +4,8 @@ A PINN can settle on a wrong answer with a small, steady loss and no error. Two 
 cheaply, from the run's history and a few gradients:
 
 - **plateau far above zero**: over the second half of a phase the loss fell by less than
-  ``plateau`` (relative), and it is still above ``far_above`` times the first logged loss;
+  ``plateau`` (relative), and it is still above ``far_above`` times the first loss (at the start
+  of training, or the first logged one);
   checked at the end of the Adam and the L-BFGS phase;
 - **conflict** (cancellation): some weighted term's gradient is ``cancellation`` times longer
   than the gradient of the total, so the terms pull against each other and the optimiser sits at a
@@ -106,7 +107,8 @@ class StallDiagnostic(Callback):
         multiple of it); 0 adds none.
       cancellation: a term's gradient norm this many times the total's counts as a conflict.
       plateau: a relative fall of the loss over a phase's second half below this is a plateau.
-      far_above: a loss above this fraction of the first logged loss is "far above zero".
+      far_above: a loss above this fraction of the first loss seen (the first logged one, or that at the
+        start of the phase or of Adam, whichever is larger) is "far above zero".
     """
 
     every: int = 1000
@@ -120,6 +122,9 @@ class StallDiagnostic(Callback):
         _validate.check_finite_number(self.cancellation, "cancellation", name, 1)
         _validate.check_finite_number(self.plateau, "plateau", name, 0)
         _validate.check_finite_number(self.far_above, "far_above", name, 0)
+
+    def on_phase_begin(self, trainer: Trainer, phase: str) -> None:
+        self.__dict__.setdefault("_start", {})[phase] = float(trainer.final_loss)
 
     def metrics(self, trainer: Trainer, row: dict[str, Any]) -> dict[str, float]:
         if not self.every or row["step"] % self.every or not row["step"]:
@@ -137,7 +142,8 @@ class StallDiagnostic(Callback):
         mine = [row["loss"] for row in rows[max(start - 1, 0) :]]  # the phase's rows, from the row before it
         if len(mine) < 2:
             return
-        loss, first = float(trainer.final_loss), rows[0]["loss"]
+        starts = self.__dict__.get("_start", {})
+        loss, first = float(trainer.final_loss), max(rows[0]["loss"], starts.get(phase, 0.0), starts.get("adam", 0.0))
         if not loss > self.far_above * first:
             return
         half = len(mine) // 2

@@ -347,6 +347,8 @@ class Trainer:
         if done >= steps:
             return AdamResult(done, 0, self.final_loss, f"already done: {done} steps taken (resumed run)")
         self.stop_training = False
+        for callback in self.callbacks:
+            callback.on_phase_begin(self, "adam")
         stop_reason = f"reached {steps} steps"
         bar = tqdm(total=steps, initial=done, desc="Adam", disable=not self.progress, unit="step")
         self.clock.start()
@@ -429,6 +431,8 @@ class Trainer:
             return scipy.optimize.OptimizeResult(x=x, **self.clock.lbfgs)
         terms = self._term_values()
         self._guard(self._weighted(terms), "the start of L-BFGS", terms)
+        for hook in self.callbacks:
+            hook.on_phase_begin(self, "lbfgs")
         base = int(self.adam_steps.numpy())
         if self.clock.saved_at != base:
             self.clock.save()
