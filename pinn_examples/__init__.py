@@ -23,6 +23,7 @@ EXAMPLES = (
     "heat_nd",
     "helmholtz",
     "highdim",
+    "insulated_plate",
     "kdv",
     "kovasznay",
     "laplace_holes",

@@ -99,6 +99,8 @@ class Example:
         metrics.json also has ``relative_l2_error_<field>`` for every field of the reference.
       unsupported_flags: shared flags that the example's own ``run`` does not honour (of
         :data:`DISTRIBUTION_FLAGS`); :func:`parse_args` refuses them rather than ignore them.
+      diagnose: the trainer's stall diagnostic (:mod:`hodiff.pinn.diagnostics`); off for a loss whose
+        minimum is not zero (an energy).
       training: the hook of an example that does not train a ``Problem`` with ``Trainer``
         (operator learning): ``training(args, settings) -> exit status`` replaces ``build`` and
         ``reference``. It is called once the shared command line has parsed the flags and, unless
@@ -117,6 +119,7 @@ class Example:
     unsupported_flags: tuple[str, ...] = ()
     description: str = ""
     training: Callable[[argparse.Namespace, Any], int] | None = None
+    diagnose: bool = True
 
 
 # the shared flags an example may refuse (Example.unsupported_flags)
@@ -438,6 +441,7 @@ def make_trainer(
     tensorboard: bool = False,
     progress: bool = True,
     strategy: Any = None,
+    diagnose: bool = True,
 ):
     """A :class:`hodiff.pinn.Trainer` for ``settings``, which it stores with its checkpoints; ``problem`` is a
     problem or its :class:`hodiff.pinn.TrainingData` (the sizes, sampling and seed of ``settings``);
@@ -453,7 +457,9 @@ def make_trainer(
         callbacks.append(pinn.ResidualResampling(every=settings.resample_every))
     if settings.adaptive_weights:
         callbacks.append(pinn.AdaptiveWeights(every=10 * settings.steps_per_call))
-    schedule = pinn.Schedule(settings.steps_per_call, settings.log_every, settings.checkpoint_every, progress)
+    schedule = pinn.Schedule(
+        settings.steps_per_call, settings.log_every, settings.checkpoint_every, progress, 1000 if diagnose else 0
+    )
     run = pinn.Output(output, resume, overwrite, tensorboard, dataclasses.asdict(settings)) if output else None
     return pinn.Trainer(problem, model, None, settings.learning_rate, schedule, run, callbacks, strategy)
 
@@ -730,6 +736,7 @@ def _run(example: Example, argv: list[str] | None) -> int:
             args.tensorboard,
             not args.no_progress,
             strategy,
+            example.diagnose,
         )
     except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:  # other settings, no readable
         raise SystemExit(f"{example.name}: {error}") from None  # checkpoint (RuntimeError), another writer
@@ -767,6 +774,7 @@ def _run(example: Example, argv: list[str] | None) -> int:
         "replicas": trainer.replicas,
         "final_loss": trainer.final_loss,
         "settings": dataclasses.asdict(settings),
+        "diagnostics": trainer.run_info.get("diagnostics", []),  # stalls and conflicts the trainer noticed
         **extra_metrics,
     }
     line, status = _verdict(example, args.preset, metrics)

@@ -10,12 +10,13 @@ import importlib
 from typing import Any
 
 from hodiff._deprecation import warn_moved, warn_renamed
-from hodiff.pinn import backup, callbacks, conditions, geometry, metrics, names, runlog, saving
+from hodiff.pinn import backup, callbacks, conditions, diagnostics, flux, geometry, metrics, names, runlog, saving
 from hodiff.pinn.backup import BackupCallback
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, EarlyStopping, RelativeL2Error, ResidualResampling
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin, hard_initial
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.deeponet import DeepONet
+from hodiff.pinn.diagnostics import StallDiagnostic
 from hodiff.pinn.geometry import (
     Ball,
     Box,
@@ -77,6 +78,7 @@ __all__ = [
     "Robin",
     "Schedule",
     "Sphere",
+    "StallDiagnostic",
     "Stochastic",
     "TimeDomain",
     "Trainer",
@@ -86,6 +88,8 @@ __all__ = [
     "backup",
     "callbacks",
     "conditions",
+    "diagnostics",
+    "flux",
     "geometry",
     "hard_initial",
     "load_solution",

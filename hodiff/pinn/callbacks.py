@@ -4,7 +4,8 @@ The trainer calls every callback at each history row (Adam and L-BFGS), in two s
 :meth:`Callback.metrics` of every callback, whose values become columns of the row (in
 ``history.csv`` and TensorBoard), then :meth:`Callback.on_log` with the finished row, which may
 return ``"stop"`` (or set ``trainer.stop_training = True``) to end the Adam phase. At the end of
-each phase the trainer calls :meth:`Callback.on_phase_end`. Around every compiled call of
+each phase the trainer calls :meth:`Callback.on_phase_end` (and :meth:`Callback.on_phase_begin`
+at its start). Around every compiled call of
 ``steps_per_call`` Adam steps it calls :meth:`Callback.on_chunk_begin` and
 :meth:`Callback.on_chunk_end`: :class:`ResidualResampling` redraws the points before a call
 and :class:`AdaptiveWeights` moves the loss weights after one, each through the trainer's
@@ -81,6 +82,9 @@ class Callback:
     def on_log(self, trainer: Trainer, row: dict[str, Any]) -> str | None:
         """Called with each finished history row; return ``"stop"`` to end the Adam phase."""
         return None
+
+    def on_phase_begin(self, trainer: Trainer, phase: str) -> None:
+        """Called when a phase starts training: ``phase`` is ``"adam"`` or ``"lbfgs"``."""
 
     def on_phase_end(self, trainer: Trainer, phase: str, result: Any) -> None:
         """Called when a phase ends: ``phase`` is ``"adam"`` (``result`` an ``AdamResult``) or

@@ -226,6 +226,7 @@ class TrainingData:
             # graph's for the same seed (TF issue #121243): the terms use XLA too then.
             self._terms = tf.function(self._all_terms, jit_compile=self.random)
         self._targets = tf.function(self.annealing_targets, jit_compile=True)
+        self._gradients = tf.function(self.gradient_statistics, jit_compile=True)
         self._scores: dict[float, Any] = {}
         self.built = True
 
@@ -374,6 +375,43 @@ class TrainingData:
             targets[condition.name] = residual_max / tf.maximum(mean, tf.constant(1e-30, mean.dtype))
         del tape
         return targets
+
+    def gradient_statistics(self) -> dict[str, tf.Tensor]:
+        """The gradients of the weighted loss terms w.r.t. the trainable weights, summarised.
+
+        Returns:
+          ``{"norm_<term>": ||grad (w_t L_t)||, "norm_total": ||grad sum_t w_t L_t||,
+          "cosines": (T, T) cosines between the terms' gradients}`` (terms in ``problem.term_names``
+          order). A term's norm far above the total's means the terms' gradients cancel: the
+          optimiser sits at a compromise between them.
+        """
+        with tf.GradientTape(persistent=True) as tape:
+            terms = self.loss_terms()
+            weighted = {name: self.weights[name] * value for name, value in terms.items()}
+        variables = self.model.trainable_variables + list(self.parameters.values())
+        flat = lambda grads: tf.concat(  # noqa: E731
+            [
+                tf.reshape(g, [-1]) if g is not None else tf.zeros([tf.size(v)], self.dtype)
+                for g, v in zip(grads, variables)
+            ],
+            0,
+        )
+        vectors = tf.stack([flat(tape.gradient(weighted[name], variables)) for name in self.problem.term_names])
+        del tape
+        norms = tf.norm(vectors, axis=1)
+        unit = vectors / tf.maximum(norms, tf.constant(np.finfo(self.dtype.as_numpy_dtype).tiny, self.dtype))[:, None]
+        statistics = {f"norm_{name}": norms[i] for i, name in enumerate(self.problem.term_names)}
+        return {
+            **statistics,
+            "norm_total": tf.norm(tf.reduce_sum(vectors, axis=0)),
+            "cosines": unit @ tf.transpose(unit),
+        }
+
+    def gradients(self) -> dict[str, Any]:
+        """:meth:`gradient_statistics` now (compiled with XLA), as floats and a numpy matrix."""
+        self._check_built("gradients")
+        values = self._gradients()
+        return {name: value.numpy() if name == "cosines" else float(value) for name, value in values.items()}
 
     def anneal(self, alpha: float) -> None:
         """Moves each condition's weight towards its :meth:`annealing_targets`: ``w <- (1 - alpha) w + alpha t``."""

@@ -56,6 +56,7 @@ from hodiff.pinn.callbacks import AdaptiveWeights, Callback, ResidualResampling
 from hodiff.pinn.conditions import Initial, named_columns
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.geometry import warn_outside
+from hodiff.pinn.diagnostics import StallDiagnostic
 from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import Problem
 from hodiff.pinn.runlog import RunClock, RunLog
@@ -151,6 +152,8 @@ class Trainer:
                 )
             if isinstance(callback, (AdaptiveWeights, ResidualResampling)):
                 check_every(callback.every, schedule.steps_per_call, f"{type(callback).__name__}.every")
+        if schedule.diagnose_every and not any(isinstance(c, StallDiagnostic) for c in callbacks):
+            callbacks = [*callbacks, StallDiagnostic(every=schedule.diagnose_every)]
         learning_rate = check_optimizer(optimizer, learning_rate)
         if not model.built or not model.weights:
             raise ValueError(
@@ -347,6 +350,8 @@ class Trainer:
         if done >= steps:
             return AdamResult(done, 0, self.final_loss, f"already done: {done} steps taken (resumed run)")
         self.stop_training = False
+        for callback in self.callbacks:
+            callback.on_phase_begin(self, "adam")
         stop_reason = f"reached {steps} steps"
         bar = tqdm(total=steps, initial=done, desc="Adam", disable=not self.progress, unit="step")
         self.clock.start()
@@ -430,6 +435,8 @@ class Trainer:
             return scipy.optimize.OptimizeResult(x=x, **self.clock.lbfgs)
         terms = self._term_values()
         self._guard(self._weighted(terms), "the start of L-BFGS", terms)
+        for hook in self.callbacks:
+            hook.on_phase_begin(self, "lbfgs")
         base = int(self.adam_steps.numpy())
         if self.clock.saved_at != base:
             self.clock.save()

@@ -44,15 +44,20 @@ class Schedule:
       checkpoint_every: Adam steps between checkpoints (with an output directory), a multiple of
         ``steps_per_call``.
       progress: show tqdm progress bars.
+      diagnose_every: the trainer's :class:`~hodiff.pinn.diagnostics.StallDiagnostic` (added unless
+        the callbacks hold one) adds gradient norms to the history rows whose step is a multiple of
+        it, and warns when a phase ends stalled; 0 turns the diagnostic off.
     """
 
     steps_per_call: int = 100
     log_every: int = 100
     checkpoint_every: int = 1000
     progress: bool = True
+    diagnose_every: int = 1000
 
     def __post_init__(self):
         _validate.check_count(self.steps_per_call, "steps_per_call", "Schedule")
+        _validate.check_finite_number(self.diagnose_every, "diagnose_every", "Schedule", 0, integer=True)
         check_every(self.log_every, self.steps_per_call, "log_every")
         check_every(self.checkpoint_every, self.steps_per_call, "checkpoint_every")
 

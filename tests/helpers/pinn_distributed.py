@@ -69,6 +69,7 @@ def train(strategy=None, output_dir=None, interrupt=False):
         "replicas": run.replicas,
         "loss_weights": np.array([float(w.numpy()) for w in run.weights.values()]),
         "interior": run.interior.numpy(),
+        "gradient_norms": np.array([v for k, v in run.data.gradients().items() if k != "cosines"]),  # diagnostic
     }
 
 
