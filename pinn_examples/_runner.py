@@ -69,7 +69,12 @@ class Settings:
     steps_per_call: int = _setting(100, "Adam steps per compiled call", positive=True)
     log_every: int = _setting(100, "Adam steps (and L-BFGS iterations) between history rows", positive=True)
     checkpoint_every: int = _setting(500, "Adam steps between checkpoints", positive=True)
-    adaptive_weights: bool = _setting(False, "learning-rate annealing of the loss weights")
+    adaptive_weights: bool = _setting(False, "learning-rate annealing of the loss weights (--loss-weighting annealing)")
+    loss_weighting: str = _setting(
+        "none",
+        "loss weights moved every 10 compiled calls: learning-rate annealing, or gradient-norm weighting",
+        choices=("none", "annealing", "grad_norm"),
+    )
     resample_every: int = _setting(0, "Adam steps between residual-based resamplings of the points; 0 is off")
     causal_epsilon: float = _setting(0.0, "causal training strength (time-dependent problems); 0 is off")
     seed: int = _setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
@@ -291,6 +296,10 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
                 f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
                 f"--steps-per-call={settings.steps_per_call}"
             )
+    try:
+        loss_weighting(settings)
+    except ValueError as error:
+        parser.error(str(error))
     unknown = [flag for flag in example.unsupported_flags if flag not in DISTRIBUTION_FLAGS]
     if unknown:
         raise ValueError(f"{example.name}: unsupported_flags {unknown} are not of {DISTRIBUTION_FLAGS}.")
@@ -438,11 +447,26 @@ def make_trainer(
     callbacks: list[Any] = []
     if settings.resample_every:
         callbacks.append(pinn.ResidualResampling(every=settings.resample_every))
-    if settings.adaptive_weights:
+    weighting = loss_weighting(settings)
+    if weighting == "annealing":
         callbacks.append(pinn.AdaptiveWeights(every=10 * settings.steps_per_call))
+    elif weighting == "grad_norm":
+        callbacks.append(pinn.GradNormWeights(every=10 * settings.steps_per_call))
     schedule = pinn.Schedule(settings.steps_per_call, settings.log_every, settings.checkpoint_every, progress)
     run = pinn.Output(output, resume, overwrite, tensorboard, dataclasses.asdict(settings)) if output else None
     return pinn.Trainer(problem, model, None, settings.learning_rate, schedule, run, callbacks, strategy)
+
+
+def loss_weighting(settings: Settings) -> str:
+    """The loss weighting of ``settings``: ``--loss-weighting``, or ``"annealing"`` for ``--adaptive-weights``."""
+    weighting = getattr(settings, "loss_weighting", "none")
+    if getattr(settings, "adaptive_weights", False):
+        if weighting not in ("none", "annealing"):
+            raise ValueError(
+                f"--adaptive-weights is --loss-weighting annealing, but --loss-weighting is {weighting!r}; give one."
+            )
+        return "annealing"
+    return weighting
 
 
 def _write_results(

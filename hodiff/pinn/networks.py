@@ -356,9 +356,7 @@ def mlp(
 
     # one linear layer on the concatenated outputs, written as a sum of one product per scale
     # (a concatenation would put XLA's DynamicUpdateSlice into the derivatives)
-    heads = [
-        dense(outputs, name=f"output_{i}", layer_dtype=outer, use_bias=i == 0) for i in range(len(embeddings))
-    ]
+    heads = [dense(outputs, name=f"output_{i}", layer_dtype=outer, use_bias=i == 0) for i in range(len(embeddings))]
     parts = [head(stack(h)) for head, h in zip(heads, embeddings)]
     output = parts[0] if len(parts) == 1 else keras.layers.Add(dtype=outer)(parts)
     return keras.Model(inputs, output)
