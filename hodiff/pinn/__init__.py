@@ -46,6 +46,7 @@ from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate, Periodi
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
+from hodiff.pinn.windows import Marching, TimeWindows, restore_marching, time_marching
 
 __all__ = [
     "AdamResult",
@@ -71,6 +72,7 @@ __all__ = [
     "Hypersphere",
     "Initial",
     "Interval",
+    "Marching",
     "Neumann",
     "Parameter",
     "Periodic",
@@ -88,6 +90,7 @@ __all__ = [
     "Sphere",
     "Stochastic",
     "TimeDomain",
+    "TimeWindows",
     "Trainer",
     "TrainingData",
     "UniformResampling",
@@ -101,9 +104,11 @@ __all__ = [
     "names",
     "metrics",
     "relative_l2_errors",
+    "restore_marching",
     "runlog",
     "save_solution",
     "saving",
+    "time_marching",
 ]
 
 _PLUMBING = {  # no longer public names of hodiff.pinn; reachable from their modules
