@@ -407,7 +407,8 @@ def check_output(
     (any of ``run_files``) only with --resume or --overwrite; --overwrite removes ``replaced`` (files or
     directories)."""
     output = args.output
-    if args.resume and not os.path.isdir(os.path.join(output, "checkpoints")):
+    trained = [os.path.join(output, name) for name in ("checkpoints", "window-0")]  # window-0: a marched run
+    if args.resume and not any(os.path.isdir(path) for path in trained):
         raise SystemExit(f"--resume: no checkpoints in {output}/checkpoints; run without --resume first.")
     try:
         os.makedirs(output, exist_ok=True)
@@ -538,8 +539,8 @@ def fit(
 
         assert example.windows is not None  # parse_args refuses --time-windows otherwise
         print(f"{example.name}: {dataclasses.asdict(settings)}")
-        windows = example.windows(settings)
         try:
+            windows = example.windows(settings)
             marching = pinn.time_marching(problem, model, windows, train, args.output, args.resume, args.overwrite)
         except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
             raise SystemExit(f"{example.name}: {error}") from None

@@ -39,6 +39,7 @@ SLICE = 101
 class HeatSettings(Settings):
     x_period: float = setting(0.1, "period of the embedding of x (cos, sin of 2 pi x / period); 0: x plainly")
     hard_boundary: bool = setting(True, "u = 0 at y = 0, 1 built into the network's output (else a loss term)")
+    hard_initial: bool = setting(True, "the initial condition built into the network's output (else a loss term)")
 
 
 def exact(points):
@@ -69,7 +70,14 @@ def windows(settings: HeatSettings):
     """The ``settings.time_windows`` windows, each with its hard initial condition."""
     from hodiff import pinn
 
+    if not settings.hard_initial:
+        raise ValueError("--time-windows needs the hard initial condition; leave out --no-hard-initial")
     return pinn.TimeWindows(settings.time_windows, initial, hard if settings.hard_boundary else soft)
+
+
+def boundary_only(x, outputs):
+    """``u = y (1 - y) N``: u = 0 at y = 0, 1 only (the initial condition a loss term)."""
+    return (x["y"] * (1.0 - x["y"]))[:, None] * outputs
 
 
 def build(settings: HeatSettings):
@@ -78,12 +86,15 @@ def build(settings: HeatSettings):
     domain = pinn.Rectangle(("x", "y"), (0.0, 0.0), (1.0, 1.0)) * pinn.TimeDomain("t", 0.0, END)
     sides = ["x_low", "x_high"] if settings.hard_boundary else ["x_low", "x_high", "y_low", "y_high"]
     count = max(64, settings.interior // 16)
+    conditions = [pinn.Dirichlet(0.0, count=count, where=side, name=side) for side in sides]
+    if settings.hard_initial:
+        one = windows(dataclasses.replace(settings, time_windows=1))
+        transform = one.output_transform(domain, 0.0, None)
+    else:
+        conditions.append(pinn.Initial(lambda x: initial(x)[:, 0], count=4 * count))
+        transform = boundary_only if settings.hard_boundary else None
     problem = pinn.Problem(
-        domain,
-        needs=("u_t", "u_xx", "u_yy"),
-        residual=residual,
-        conditions=[pinn.Dirichlet(0.0, count=count, where=side, name=side) for side in sides],
-        output_transform=windows(dataclasses.replace(settings, time_windows=1)).output_transform(domain, 0.0, None),
+        domain, needs=("u_t", "u_xx", "u_yy"), residual=residual, conditions=conditions, output_transform=transform
     )
     model = pinn.mlp(
         domain,
