@@ -741,8 +741,6 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     """
     import tensorflow as tf
 
-    from hodiff.pinn.runlog import atomic_write
-
     logging.basicConfig(format="%(message)s")
     if os.path.isdir(os.path.join(args.output, "window-0")):  # a time-marching run: every window's newest checkpoint
         return _evaluate_windows(example, args)
@@ -760,9 +758,11 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     dtype = model.weights[0].dtype
     solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True)
     batch = 65536
-    predict = lambda points: np.concatenate(  # noqa: E731
-        [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
-        or [np.zeros((0, len(problem.fields)))]
+    predict = (
+        lambda points: np.concatenate(  # noqa: E731
+            [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
+            or [np.zeros((0, len(problem.fields)))]
+        )
     )
     return _write_evaluation(example, args, problem, points, predict, os.path.basename(prefix), step)
 
@@ -786,7 +786,8 @@ def _evaluate_windows(example: Example, args: argparse.Namespace) -> int:
     last = os.path.join(args.output, f"window-{windows.count - 1}")
     prefix = _trained_checkpoints(last)[0]
     checkpoint = f"window-{windows.count - 1}/{os.path.basename(prefix)}"
-    return _write_evaluation(example, args, problem, points, marching.predict, checkpoint, int(prefix.rsplit("-", 1)[1]))
+    step = int(prefix.rsplit("-", 1)[1])
+    return _write_evaluation(example, args, problem, points, marching.predict, checkpoint, step)
 
 
 def _write_evaluation(

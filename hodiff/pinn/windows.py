@@ -315,4 +315,3 @@ def restore_marching(problem: Problem, model: keras.Model, windows: TimeWindows,
         previous = window.solution(freeze(model))
         solutions.append(previous)
     return Marching(problem, windows, solutions, [], tf.as_dtype(model.weights[0].dtype))
-
