@@ -157,7 +157,7 @@ class TimeWindows:
                 "exactly (TimeWindows.initial and transform), so leave them out of the problem."
             )
         start, end = self.bounds(problem.domain)[k]
-        time: str = problem.domain.time  # bounds() checked that there is one
+        time = str(problem.domain.time)  # bounds() checked that there is one
         domain = copy.copy(problem.domain)  # Box or space * time: the time interval lives in its bounds
         domain.bounds = {**problem.domain.bounds, time: (start, end)}
         return problem.replace(domain=domain, output_transform=self.output_transform(domain, start, previous))
