@@ -487,7 +487,8 @@ class MarchedRun:
         self.predict = marching.predict
 
     def window_metrics(self, results: list) -> list[dict]:
-        """Per window: its time interval, Adam steps, L-BFGS iterations, final loss and training seconds."""
+        """Per window: its time interval, Adam steps, L-BFGS iterations, final loss (its last history row's)
+        and training seconds."""
         bounds = self.marching.windows.bounds(self.problem.domain)
         return [
             {
@@ -495,7 +496,8 @@ class MarchedRun:
                 "end": end,
                 "adam_steps": int(trainer.adam_steps.numpy()),
                 "lbfgs_iterations": int(result.nit) if result is not None else None,
-                "final_loss": trainer.final_loss,
+                # its last row: trainer.final_loss would evaluate the model, which now holds the last window's weights
+                "final_loss": trainer.history[-1]["loss"] if trainer.history else None,
                 "seconds": round(trainer.elapsed_seconds, 1),
             }
             for (start, end), trainer, result in zip(bounds, self.marching.trainers, results)

@@ -38,6 +38,7 @@ def test_time_windows_through_the_runner_and_evaluate(tmp_path):
     assert [(w["start"], w["end"], w["adam_steps"]) for w in metrics["windows"]] == [(0.0, 2.5, 20), (2.5, 5.0, 20)]
     with open(output / "history.csv") as file:
         rows = list(csv.DictReader(file))
+    assert [w["final_loss"] for w in metrics["windows"]] == [float(rows[1]["loss"]), float(rows[3]["loss"])]
     assert [(r["window"], r["step"]) for r in rows] == [("0", "10"), ("0", "20"), ("1", "30"), ("1", "40")]
     assert (output / "window-0" / "checkpoints").is_dir() and (output / "window-1" / "checkpoints").is_dir()
     # --evaluate answers each point from its window: the slice the run predicted, both windows on it
