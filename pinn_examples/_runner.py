@@ -521,7 +521,12 @@ def fit(
     :class:`MarchedRun`, the L-BFGS result the last window's, and the extra metrics list the windows.
     """
     progress = not args.no_progress
-    if getattr(settings, "time_windows", 1) > 1:
+    count = getattr(settings, "time_windows", 1)
+    if args.overwrite:  # the windows of a replaced marched run beyond this run's (--evaluate reads window-0 first)
+        for name in os.listdir(args.output):
+            if name.startswith("window-") and name[7:].isdigit() and int(name[7:]) >= (count if count > 1 else 0):
+                shutil.rmtree(os.path.join(args.output, name))
+    if count > 1:
         from hodiff import pinn
         from hodiff.pinn.runlog import write_csv
 

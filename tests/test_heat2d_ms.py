@@ -65,3 +65,20 @@ def test_time_windows_are_refused_where_they_cannot_apply(tmp_path, capsys):
         heat2d_ms.main(["--time-windows", "2", "--replicas", "2", "--output", str(tmp_path / "b")])
     assert "--time-windows trains on one device" in capsys.readouterr().err
     assert TARGET_MISSED == 3
+
+
+@pytest.mark.parametrize("windows, kept", [("1", []), ("2", ["window-0", "window-1"])])
+def test_overwrite_removes_the_windows_of_the_replaced_run_this_run_does_not_have(windows, kept, tmp_path, monkeypatch):
+    from hodiff import pinn
+
+    output = tmp_path / "run"
+    for name in ("window-0", "window-1", "window-3", "window-x"):
+        (output / name).mkdir(parents=True)
+
+    def stop(self, *args, **kwargs):
+        raise KeyboardInterrupt  # the old windows are gone before any training
+
+    monkeypatch.setattr(pinn.Trainer, "__init__", stop)
+    with pytest.raises(KeyboardInterrupt):
+        heat2d_ms.main(["--time-windows", windows, "--overwrite", "--output", str(output)])
+    assert sorted(p.name for p in output.iterdir() if p.name.startswith("window-")) == [*kept, "window-x"]
