@@ -136,9 +136,11 @@ class FactorizedDense(keras.layers.Layer):
     Args:
       units: output size.
       activation: the activation (a Keras name).
-      mean, std: of the log-scales ``s`` at initialisation (``std >= 0``).
+      mean: the mean of the log-scales ``s`` at initialisation.
+      std: their standard deviation (>= 0).
       seed: seeds the draw of ``s``.
-      kernel_initializer: draws ``W``; use_bias: add a bias (initialised to zero).
+      kernel_initializer: draws ``W``.
+      use_bias: add a bias (initialised to zero).
 
     References:
       Wang, Wang, Bhartari & Perdikaris (2023), "An expert's guide to training physics-informed

@@ -213,7 +213,8 @@ class Marching:
     """A time-marching run's result: the solution over the whole horizon, window by window.
 
     Attributes:
-      problem: the problem on the whole horizon; windows: the :class:`TimeWindows`.
+      problem: the problem on the whole horizon.
+      windows: the :class:`TimeWindows`.
       solutions: per window, its solution function ``(N, d) -> (N, fields)`` (frozen weights).
       trainers: per window, the :class:`~hodiff.pinn.Trainer` (empty from :func:`restore_marching`).
     """
