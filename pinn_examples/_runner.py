@@ -44,7 +44,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 TARGET_MISSED = 3  # exit status of a run that missed its preset's target
 SEED_MAX = 2**32 - 1  # keras.utils.set_random_seed (numpy's legacy seed) takes 0 .. 2**32 - 1
 RESULT_FILES = ("metrics.json", "prediction.npz", "field.png", "history.png")  # written here, by the runner
-RUN_FILES = (*RESULT_FILES, "history.csv", "checkpoints", "tensorboard")  # any of these: the directory holds a run
+RUN_FILES = (*RESULT_FILES, "history.csv", "checkpoints", "tensorboard", "window-0")  # any: the directory holds a run
 
 
 def _setting(
@@ -70,9 +70,17 @@ class Settings:
     steps_per_call: int = _setting(100, "Adam steps per compiled call", positive=True)
     log_every: int = _setting(100, "Adam steps (and L-BFGS iterations) between history rows", positive=True)
     checkpoint_every: int = _setting(500, "Adam steps between checkpoints", positive=True)
-    adaptive_weights: bool = _setting(False, "learning-rate annealing of the loss weights")
+    adaptive_weights: bool = _setting(False, "learning-rate annealing of the loss weights (--loss-weighting annealing)")
+    loss_weighting: str = _setting(
+        "none",
+        "loss weights moved every 10 compiled calls: learning-rate annealing, or gradient-norm weighting",
+        choices=("none", "annealing", "grad_norm"),
+    )
     resample_every: int = _setting(0, "Adam steps between residual-based resamplings of the points; 0 is off")
     causal_epsilon: float = _setting(0.0, "causal training strength (time-dependent problems); 0 is off")
+    time_windows: int = _setting(
+        1, "time-marching windows, each trained in turn (--adam-steps and --lbfgs-iterations per window)", positive=True
+    )
     seed: int = _setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
 
 
@@ -106,6 +114,10 @@ class Example:
         ``reference``. It is called once the shared command line has parsed the flags and, unless
         ``--evaluate`` is given, checked ``--output``; it keeps its run in a
         :class:`hodiff.pinn.runlog.RunLog` and ends with :func:`verdict`.
+      windows: ``windows(settings) -> hodiff.pinn.TimeWindows`` with ``settings.time_windows``
+        windows: the hard initial condition of a time-dependent example, which ``--time-windows N``
+        trains window after window (:func:`hodiff.pinn.time_marching`); the problem ``build``
+        returns has no ``Initial`` condition (its output transform is the one window's).
     """
 
     name: str
@@ -120,6 +132,7 @@ class Example:
     description: str = ""
     training: Callable[[argparse.Namespace, Any], int] | None = None
     diagnose: bool = True
+    windows: Callable[[Any], Any] | None = None
 
 
 # the shared flags an example may refuse (Example.unsupported_flags)
@@ -307,6 +320,15 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
                 f"--{name.replace('_', '-')}={getattr(settings, name)} must be a multiple of "
                 f"--steps-per-call={settings.steps_per_call}"
             )
+    try:
+        loss_weighting(settings)
+    except ValueError as error:
+        parser.error(str(error))
+    if getattr(settings, "time_windows", 1) > 1:
+        if example.windows is None:
+            parser.error(f"--time-windows: {example.name} has no time-marching windows (Example.windows); leave it out")
+        if args.replicas != 1 or args.multi_worker:
+            parser.error("--time-windows trains on one device for now; leave out --replicas and --multi-worker")
     unknown = [flag for flag in example.unsupported_flags if flag not in DISTRIBUTION_FLAGS]
     if unknown:
         raise ValueError(f"{example.name}: unsupported_flags {unknown} are not of {DISTRIBUTION_FLAGS}.")
@@ -401,7 +423,8 @@ def check_output(
     (any of ``run_files``) only with --resume or --overwrite; --overwrite removes ``replaced`` (files or
     directories)."""
     output = args.output
-    if args.resume and not os.path.isdir(os.path.join(output, "checkpoints")):
+    trained = [os.path.join(output, name) for name in ("checkpoints", "window-0")]  # window-0: a marched run
+    if args.resume and not any(os.path.isdir(path) for path in trained):
         raise SystemExit(f"--resume: no checkpoints in {output}/checkpoints; run without --resume first.")
     try:
         os.makedirs(output, exist_ok=True)
@@ -442,10 +465,12 @@ def make_trainer(
     progress: bool = True,
     strategy: Any = None,
     diagnose: bool = True,
+    extra_settings: dict | None = None,
 ):
     """A :class:`hodiff.pinn.Trainer` for ``settings``, which it stores with its checkpoints; ``problem`` is a
     problem or its :class:`hodiff.pinn.TrainingData` (the sizes, sampling and seed of ``settings``);
-    ``strategy`` (from :func:`make_strategy`) must have built the model."""
+    ``strategy`` (from :func:`make_strategy`) must have built the model; ``extra_settings`` are stored too
+    (a time window's index)."""
     from hodiff import pinn
 
     if not isinstance(problem, pinn.TrainingData):
@@ -455,13 +480,126 @@ def make_trainer(
     callbacks: list[Any] = []
     if settings.resample_every:
         callbacks.append(pinn.ResidualResampling(every=settings.resample_every))
-    if settings.adaptive_weights:
+    weighting = loss_weighting(settings)
+    if weighting == "annealing":
         callbacks.append(pinn.AdaptiveWeights(every=10 * settings.steps_per_call))
+    elif weighting == "grad_norm":
+        callbacks.append(pinn.GradNormWeights(every=10 * settings.steps_per_call))
     schedule = pinn.Schedule(
         settings.steps_per_call, settings.log_every, settings.checkpoint_every, progress, 1000 if diagnose else 0
     )
-    run = pinn.Output(output, resume, overwrite, tensorboard, dataclasses.asdict(settings)) if output else None
+    stored = {**dataclasses.asdict(settings), **(extra_settings or {})}
+    run = pinn.Output(output, resume, overwrite, tensorboard, stored) if output else None
     return pinn.Trainer(problem, model, None, settings.learning_rate, schedule, run, callbacks, strategy)
+
+
+class MarchedRun:
+    """A finished time-marching run as the runner reports it: the :class:`hodiff.pinn.Marching` with the
+    trainer's attributes that the results need (``predict``, ``problem``, ``history``, ...)."""
+
+    def __init__(self, marching: Any):
+        self.marching, self.problem, self.replicas = marching, marching.problem, 1
+        self.history = marching.history
+        self.elapsed_seconds = marching.elapsed_seconds
+        self.final_loss = marching.trainers[-1].final_loss
+        self.run_info: dict[str, Any] = {"initial_relative_l2_error": None}  # the untrained windows do not exist
+        self.predict = marching.predict
+
+    def window_metrics(self, results: list) -> list[dict]:
+        """Per window: its time interval, Adam steps, L-BFGS iterations, final loss (its last history row's)
+        and training seconds."""
+        bounds = self.marching.windows.bounds(self.problem.domain)
+        return [
+            {
+                "start": start,
+                "end": end,
+                "adam_steps": int(trainer.adam_steps.numpy()),
+                "lbfgs_iterations": int(result.nit) if result is not None else None,
+                # its last row: trainer.final_loss would evaluate the model, which now holds the last window's weights
+                "final_loss": trainer.history[-1]["loss"] if trainer.history else None,
+                "seconds": round(trainer.elapsed_seconds, 1),
+            }
+            for (start, end), trainer, result in zip(bounds, self.marching.trainers, results)
+        ]
+
+
+def fit(
+    example: Example,
+    problem: Any,
+    model: Any,
+    settings: Settings,
+    args: argparse.Namespace,
+    strategy: Any,
+    initial_error: Callable[[Any], float],
+) -> tuple[Any, Any, dict]:
+    """Trains as ``settings`` say; returns ``(trainer, L-BFGS result or None, extra metrics)``.
+
+    One :class:`hodiff.pinn.Trainer` (``initial_error(trainer)`` stored once in its run info), or
+    with ``--time-windows N > 1`` :func:`hodiff.pinn.time_marching` over ``example.windows(settings)``,
+    each window a run in ``OUTPUT/window-<k>`` trained with the same settings; then ``trainer`` is a
+    :class:`MarchedRun`, the L-BFGS result the last window's, and the extra metrics list the windows.
+    """
+    progress = not args.no_progress
+    count = getattr(settings, "time_windows", 1)
+    if args.overwrite:  # the windows of a replaced marched run beyond this run's (--evaluate reads window-0 first)
+        for name in os.listdir(args.output):
+            if name.startswith("window-") and name[7:].isdigit() and int(name[7:]) >= (count if count > 1 else 0):
+                shutil.rmtree(os.path.join(args.output, name))
+    if count > 1:
+        from hodiff import pinn
+        from hodiff.pinn.runlog import write_csv
+
+        results: list = []
+
+        def train(window: Any, network: Any, output: Any) -> Any:
+            trainer = make_trainer(
+                window, network, settings, output.directory, output.resume, output.overwrite, args.tensorboard,
+                progress, None, example.diagnose, output.settings,
+            )  # fmt: skip
+            k = output.settings["time_window"]["index"]
+            start, end = window.domain.bounds[window.domain.time]
+            print(f"{example.name}: window {k + 1} of {settings.time_windows}, t in [{start:g}, {end:g}]")
+            trainer.adam(settings.adam_steps)
+            results.append(trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None)
+            return trainer
+
+        assert example.windows is not None  # parse_args refuses --time-windows otherwise
+        print(f"{example.name}: {dataclasses.asdict(settings)}")
+        try:
+            windows = example.windows(settings)
+            marching = pinn.time_marching(problem, model, windows, train, args.output, args.resume, args.overwrite)
+        except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
+            raise SystemExit(f"{example.name}: {error}") from None
+        run = MarchedRun(marching)
+        write_csv(os.path.join(args.output, "history.csv"), run.history)  # every window's rows, in one file
+        return run, results[-1], {"windows": run.window_metrics(results)}
+    try:
+        trainer = make_trainer(
+            problem, model, settings, args.output, args.resume, args.overwrite, args.tensorboard, progress, strategy,
+            example.diagnose,
+        )  # fmt: skip
+    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:  # other settings, no readable
+        raise SystemExit(f"{example.name}: {error}") from None  # checkpoint (RuntimeError), another writer
+    print(f"{example.name}: {dataclasses.asdict(settings)}")
+    if "initial_relative_l2_error" not in trainer.run_info:  # stored once, so that a resumed run reports it too
+        untrained = trainer.run_log is None or trainer.run_log.restored is None
+        trainer.run_info["initial_relative_l2_error"] = initial_error(trainer) if untrained else None
+        trainer.save_run_info()
+    trainer.adam(settings.adam_steps)
+    result = trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None
+    return trainer, result, {}
+
+
+def loss_weighting(settings: Settings) -> str:
+    """The loss weighting of ``settings``: ``--loss-weighting``, or ``"annealing"`` for ``--adaptive-weights``."""
+    weighting = getattr(settings, "loss_weighting", "none")
+    if getattr(settings, "adaptive_weights", False):
+        if weighting not in ("none", "annealing"):
+            raise ValueError(
+                f"--adaptive-weights is --loss-weighting annealing, but --loss-weighting is {weighting!r}; give one."
+            )
+        return "annealing"
+    return weighting
 
 
 def _write_results(
@@ -630,9 +768,9 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     """
     import tensorflow as tf
 
-    from hodiff.pinn.runlog import atomic_write
-
     logging.basicConfig(format="%(message)s")
+    if os.path.isdir(os.path.join(args.output, "window-0")):  # a time-marching run: every window's newest checkpoint
+        return _evaluate_windows(example, args)
     prefixes = _trained_checkpoints(args.output)
     points = _load_points(args.evaluate)
     problem, model, _, prefix = _restore(example, prefixes)
@@ -644,6 +782,53 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
             os.path.basename(prefix),
             step,
         )
+    dtype = model.weights[0].dtype
+    solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True)
+    batch = 65536
+    predict = (
+        lambda points: np.concatenate(  # noqa: E731
+            [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
+            or [np.zeros((0, len(problem.fields)))]
+        )
+    )
+    return _write_evaluation(example, args, problem, points, predict, os.path.basename(prefix), step)
+
+
+def _evaluate_windows(example: Example, args: argparse.Namespace) -> int:
+    """``--evaluate`` of a time-marching run: each point answered by the window its time falls in
+    (:func:`hodiff.pinn.restore_marching`), with the settings stored in the first window's checkpoint."""
+    from hodiff import pinn
+
+    window = os.path.join(args.output, "window-0")
+    prefixes = _trained_checkpoints(window)
+    points = _load_points(args.evaluate)
+    problem, model, settings, _ = _restore(example, prefixes)
+    if example.windows is None:
+        raise SystemExit(f"--evaluate: {example.name} has no time-marching windows, but {args.output} holds some.")
+    windows = example.windows(settings)
+    try:
+        marching = pinn.restore_marching(problem, model, windows, args.output)
+    except FileNotFoundError as error:
+        raise SystemExit(f"--evaluate: {error}") from None
+    last = os.path.join(args.output, f"window-{windows.count - 1}")
+    prefix = _trained_checkpoints(last)[0]
+    checkpoint = f"window-{windows.count - 1}/{os.path.basename(prefix)}"
+    step = int(prefix.rsplit("-", 1)[1])
+    return _write_evaluation(example, args, problem, points, marching.predict, checkpoint, step)
+
+
+def _write_evaluation(
+    example: Example,
+    args: argparse.Namespace,
+    problem: Any,
+    points: np.ndarray,
+    predict: Callable[[np.ndarray], np.ndarray],
+    checkpoint: str,
+    step: int,
+) -> int:
+    """The checks of ``--evaluate``'s points against the domain, then ``evaluation.npz`` (atomically)."""
+    from hodiff.pinn.runlog import atomic_write
+
     coords = tuple(problem.domain.coords)
     if points.shape[1] != len(coords):
         raise SystemExit(
@@ -661,21 +846,15 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
         if args.outside == "error":
             raise SystemExit(f"{message}; remove them, or pass --outside nan to get NaN there.")
         logging.getLogger(__name__).warning("%s; their values are NaN (--outside nan).", message)
-    dtype = model.weights[0].dtype
-    solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True)
-    batch = 65536
-    values = np.concatenate(
-        [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
-        or [np.zeros((0, len(problem.fields)))]
-    ).astype(np.float64)
+    values = np.asarray(predict(points), dtype=np.float64)
     values[~inside] = np.nan
     fields = {name: values[:, i] for i, name in enumerate(problem.fields)}
     path = os.path.join(args.output, "evaluation.npz")
     with atomic_write(path) as temporary, open(temporary, "wb") as file:
-        np.savez(file, points=points, **fields, checkpoint=os.path.basename(prefix), step=step)
+        np.savez(file, points=points, **fields, checkpoint=checkpoint, step=step)
     print(
         f"{example.name}: evaluated {', '.join(problem.fields)} of the run in {args.output} "
-        f"({os.path.basename(prefix)}) at {len(points)} points; wrote {path}"
+        f"({checkpoint}) at {len(points)} points; wrote {path}"
     )
     return 0
 
@@ -725,34 +904,10 @@ def _run(example: Example, argv: list[str] | None) -> int:
     reference = {name: np.where(outside, np.nan, values) for name, values in reference.items()}  # one mask for all
     logging.basicConfig(format="%(message)s")  # the library logs where it resumed from, and recoveries
     logging.getLogger("hodiff").setLevel(logging.INFO)
-    try:
-        trainer = make_trainer(
-            problem,
-            model,
-            settings,
-            args.output,
-            args.resume,
-            args.overwrite,
-            args.tensorboard,
-            not args.no_progress,
-            strategy,
-            example.diagnose,
-        )
-    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:  # other settings, no readable
-        raise SystemExit(f"{example.name}: {error}") from None  # checkpoint (RuntimeError), another writer
-    print(f"{example.name}: {dataclasses.asdict(settings)}")
-    if "initial_relative_l2_error" not in trainer.run_info:  # stored once, so that a resumed run reports it too
-        untrained = trainer.run_log is None or trainer.run_log.restored is None
-        trainer.run_info["initial_relative_l2_error"] = (
-            field_errors(predict_fields(trainer, grid, shape, outside), reference, example.error_fields)[
-                "relative_l2_error"
-            ]
-            if untrained
-            else None
-        )
-        trainer.save_run_info()
-    trainer.adam(settings.adam_steps)
-    result = trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None
+    initial = lambda trainer: field_errors(  # noqa: E731
+        predict_fields(trainer, grid, shape, outside), reference, example.error_fields
+    )["relative_l2_error"]
+    trainer, result, marching_metrics = fit(example, problem, model, settings, args, strategy, initial)
     if result is not None:
         print(f"{example.name}: L-BFGS stopped after {result.nit} iterations, loss {result.fun:.4e}: {result.message}")
     prediction = predict_fields(trainer, grid, shape, outside)
@@ -776,6 +931,7 @@ def _run(example: Example, argv: list[str] | None) -> int:
         "settings": dataclasses.asdict(settings),
         "diagnostics": trainer.run_info.get("diagnostics", []),  # stalls and conflicts the trainer noticed
         **extra_metrics,
+        **marching_metrics,
     }
     line, status = _verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0

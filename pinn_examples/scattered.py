@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pinn_examples import _runner
-from pinn_examples._runner import Example, field_errors, make_strategy, make_trainer, parse_args
+from pinn_examples._runner import Example, field_errors, make_strategy, parse_args
 
 
 @dataclasses.dataclass
@@ -71,28 +71,10 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
         raise ValueError(f"{example.name}: the test set does not match the domain {problem.domain.coords}.")
     logging.basicConfig(format="%(message)s")
     logging.getLogger("hodiff").setLevel(logging.INFO)
-    try:
-        trainer = make_trainer(
-            problem,
-            model,
-            settings,
-            args.output,
-            args.resume,
-            args.overwrite,
-            args.tensorboard,
-            not args.no_progress,
-            strategy,
-        )
-    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:  # as _runner.run
-        raise SystemExit(f"{example.name}: {error}") from None
-    print(f"{example.name}: {dataclasses.asdict(settings)}")
-    if "initial_relative_l2_error" not in trainer.run_info:
-        untrained = trainer.run_log is None or trainer.run_log.restored is None
-        initial = field_errors(predict(trainer, points), exact, example.error_fields)["relative_l2_error"]
-        trainer.run_info["initial_relative_l2_error"] = initial if untrained else None
-        trainer.save_run_info()
-    trainer.adam(settings.adam_steps)
-    result = trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None
+    initial = lambda trainer: field_errors(  # noqa: E731
+        predict(trainer, points), exact, example.error_fields
+    )["relative_l2_error"]
+    trainer, result, marching_metrics = _runner.fit(example, problem, model, settings, args, strategy, initial)
     if result is not None:
         print(f"{example.name}: L-BFGS stopped after {result.nit} iterations, loss {result.fun:.4e}: {result.message}")
     errors = field_errors(predict(trainer, points), exact, example.error_fields)
@@ -120,6 +102,7 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
         "final_loss": trainer.final_loss,
         "settings": dataclasses.asdict(settings),
         **extra_metrics,
+        **marching_metrics,
     }
     line, status = _runner.verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0

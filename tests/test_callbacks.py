@@ -219,3 +219,63 @@ def test_transforms_that_cannot_be_reloaded_are_refused_at_save_time(tmp_path):
     assert not path.exists()
     with pytest.raises(ValueError, match="must end in '.keras'"):
         save_solution(tmp_path / "solution.h5", poisson(), model)
+
+
+def _heat_data(dtype, seed=0, order=2):
+    domain = pinn.Interval("x", -1.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
+    problem = pinn.Problem(
+        domain,
+        needs=("u_t", "u_xx") if order == 2 else ("u_t", "u_x"),
+        residual=(lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"]) if order == 2 else lambda d, x, p: d["u_t"] + d["u_x"],
+        conditions=[pinn.Initial(lambda x: tf.sin(np.pi * x["x"]), count=16), pinn.Dirichlet(0.0, count=8)],
+    )
+    return pinn.TrainingData(problem, interior=32, seed=seed), pinn.mlp(domain, width=8, depth=2, dtype=dtype, seed=2)
+
+
+def test_grad_norm_targets_are_the_ratios_of_the_term_gradient_norms_in_eager_and_xla(dtype):
+    data, model = _heat_data(dtype.name)
+    data.build(model)
+    with tf.GradientTape(persistent=True) as tape:  # an independent computation: one gradient per term
+        terms = data.problem.loss_terms(data.solution, data.points, {})
+    squares = lambda grads: sum(np.sum(np.float64(g) ** 2) for g in grads if g is not None)  # noqa: E731
+    norms = {name: np.sqrt(squares(tape.gradient(v, model.trainable_variables))) for name, v in terms.items()}
+    expected = {name: sum(norms.values()) / norm for name, norm in norms.items()}
+    assert set(expected) == {"residual", "initial", "boundary"} and len({round(v, 3) for v in expected.values()}) == 3
+    rtol = 1e-10 if dtype == tf.float64 else 1e-4
+    eager = {name: float(v) for name, v in data.grad_norm_targets().items()}
+    np.testing.assert_allclose([eager[n] for n in expected], list(expected.values()), rtol=rtol)
+    compiled = data.move_weights("grad_norm", 0.25)  # compiled with XLA
+    np.testing.assert_allclose([compiled[n] for n in expected], list(expected.values()), rtol=max(rtol, 1e-6))
+    for name, target in compiled.items():  # w <- (1 - alpha) w + alpha target, from w = 1
+        np.testing.assert_allclose(float(data.weights[name].numpy()), 0.75 + 0.25 * target, rtol=1e-6)
+    with pytest.raises(ValueError, match="method='ntk' is not one of"):
+        data.move_weights("ntk", 0.1)
+
+
+def test_grad_norm_weights_are_in_the_history_and_a_resumed_run_goes_on_exactly(tmp_path):
+    def run(directory, steps, resume=False):
+        data, model = _heat_data("float64", seed=1, order=1)  # first order: quick to compile
+        trainer = pinn.Trainer(
+            data,
+            model,
+            learning_rate=1e-2,
+            schedule=pinn.Schedule(steps_per_call=10, log_every=10, checkpoint_every=20, progress=False),
+            output=pinn.Output(str(tmp_path / directory), resume=resume),
+            callbacks=[pinn.GradNormWeights(every=20, alpha=0.5)],
+        )
+        trainer.adam(steps)
+        return trainer
+
+    full = run("full", 60)
+    run("part", 40)
+    resumed = run("part", 60, resume=True)
+    strip = lambda history: [{k: v for k, v in row.items() if k != "seconds"} for row in history]  # noqa: E731
+    assert strip(resumed.history) == strip(full.history)
+    for name in ("residual", "initial", "boundary"):
+        assert resumed.weights[name].numpy() == full.weights[name].numpy()
+    weights = [row["weight_residual"] for row in full.history]
+    assert weights[0] == 1.0 and weights[1] != 1.0 and weights[1] == weights[2] != weights[3]  # moved every 20 steps
+    assert full.settings["grad_norm_weights"] == {"every": 20, "alpha": 0.5}
+    assert full.settings["adaptive_weights"] is None
+    with pytest.raises(ValueError, match="GradNormWeights.every=15 must be a positive multiple of steps_per_call=10"):
+        pinn.Trainer(*_heat_data("float64"), schedule=pinn.Schedule(10, 10), callbacks=[pinn.GradNormWeights(every=15)])

@@ -8,7 +8,7 @@ import tensorflow as tf
 from hodiff import pinn
 from hodiff.checks import in_mode
 from hodiff.operators import partials
-from hodiff.pinn.networks import FourierFeatures, Gate
+from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate
 
 DOMAIN = pinn.Interval("x", -1.0, 1.0) * pinn.TimeDomain("t", 0.0, 2.0)
 VARIANTS = {
@@ -18,6 +18,7 @@ VARIANTS = {
     "modified_multiscale_periodic": dict(
         architecture="modified", fourier_features=3, fourier_scale=(1.0, 2.0, 3.0), periodic={"x": 2.0}
     ),
+    "factorized_modified_fourier": dict(architecture="modified", fourier_features=3, factorization=(1.0, 0.1)),
 }
 
 
@@ -167,3 +168,76 @@ def test_bad_network_options_are_named():
         pinn.mlp(DOMAIN, depth=0)
     with pytest.raises(ValueError, match="'modified' with depth=1 has no gated layer.*depth >= 2"):
         pinn.mlp(DOMAIN, depth=1, architecture="modified")
+
+
+FACTORIZED = {
+    "plain": {},
+    "fourier": dict(fourier_features=4, fourier_scale=2.0),
+    "modified_multiscale": dict(architecture="modified", fourier_features=3, fourier_scale=(1.0, 4.0)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("variant", sorted(FACTORIZED))
+def test_weight_factorisation_starts_as_the_plain_network_and_trains_other_variables(variant, dtype):
+    options = dict(outputs=2, width=8, depth=3, dtype=dtype, seed=3, **FACTORIZED[variant])
+    plain = pinn.mlp(DOMAIN, **options)
+    factorized = pinn.mlp(DOMAIN, factorization=(1.0, 0.1), **options)
+    x = DOMAIN.sample_interior(9, seed=1).astype(dtype)
+    tolerance = 1e-12 if dtype == "float64" else 1e-5
+    np.testing.assert_allclose(factorized(x).numpy(), plain(x).numpy(), rtol=0, atol=tolerance)
+    layers = [layer for layer in factorized.layers if isinstance(layer, FactorizedDense)]
+    dense = [layer for layer in plain.layers if isinstance(layer, keras.layers.Dense)]
+    assert len(layers) == len(dense) > 0 and not any(isinstance(la, keras.layers.Dense) for la in factorized.layers)
+    for layer, twin in zip(layers, dense):  # W = V diag(exp(s)), W the plain layer's kernel
+        kernel = layer.direction.numpy() * np.exp(layer.scale.numpy())
+        np.testing.assert_allclose(kernel, twin.kernel.numpy(), rtol=10 * np.finfo(dtype).eps)
+    scales = np.concatenate([layer.scale.numpy() for layer in layers])
+    assert abs(scales.mean() - 1.0) < 0.05 and 0.05 < scales.std() < 0.15  # s ~ N(1, 0.1)
+    # the gradient in (s, V) is not the plain gradient: d/dV = exp(s) dW, d/ds = sum_rows(W * dW)
+    with tf.GradientTape(persistent=True) as tape:
+        loss_plain = tf.reduce_sum(plain(x) ** 2)
+        loss_factorized = tf.reduce_sum(factorized(x) ** 2)
+    d_kernel = tape.gradient(loss_plain, dense[0].kernel).numpy()
+    d_direction, d_scale = tape.gradient(loss_factorized, [layers[0].direction, layers[0].scale])
+    scale = np.exp(layers[0].scale.numpy())
+    rtol = 1e-10 if dtype == "float64" else 1e-3
+    np.testing.assert_allclose(d_direction.numpy(), d_kernel * scale, rtol=rtol, atol=rtol * abs(d_kernel).max())
+    expected = (d_kernel * dense[0].kernel.numpy()).sum(axis=0)
+    np.testing.assert_allclose(d_scale.numpy(), expected, rtol=rtol, atol=rtol * abs(expected).max())
+
+
+def test_weight_factorisation_trains_under_xla_as_in_eager():
+    model = pinn.mlp(DOMAIN, width=6, depth=2, factorization=(0.5, 0.2), fourier_features=2)
+    x = tf.constant(DOMAIN.sample_interior(5, seed=2))
+    eager = third_derivatives(model, x)
+    xla = in_mode(lambda x: third_derivatives(model, x), "xla")(x)
+    for a, b in zip(tf.nest.flatten(eager), tf.nest.flatten(xla)):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-8, atol=1e-8 * np.abs(a.numpy()).max())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_periodic_embedding_with_any_period_is_exactly_periodic(dtype):
+    """A period that is neither 2 pi nor the domain's length: several periods inside the domain, and shifts by many."""
+    domain = pinn.Interval("x", 0.0, 1.3) * pinn.TimeDomain("t", 0.0, 1.0)
+    period = 0.37
+    model = pinn.mlp(domain, width=8, depth=2, dtype=dtype, periodic={"x": period}, fourier_features=3)
+    x = domain.sample_interior(16, seed=3)
+    u = model(x.astype(dtype)).numpy()
+    tolerance = 1e-12 if dtype == "float64" else 1e-5
+    for k in (1, 3, -2):
+        shifted = model((x + [k * period, 0.0]).astype(dtype)).numpy()
+        np.testing.assert_allclose(shifted, u, rtol=0, atol=tolerance)
+    half = model((x + [period / 2, 0.0]).astype(dtype)).numpy()
+    assert np.abs(half - u).max() > 1e-3  # periodic with that period, not a shorter one by accident
+
+
+def test_bad_factorization_and_period_are_named():
+    with pytest.raises(ValueError, match="factorization=.*std >= 0.*1.0, 0.1"):
+        pinn.mlp(DOMAIN, factorization=(1.0, -0.1))
+    with pytest.raises(ValueError, match="factorization=1.0 must be None or"):
+        pinn.mlp(DOMAIN, factorization=1.0)
+    with pytest.raises(ValueError, match=r"periodic\['x'\]=0.0 must be a finite period > 0"):
+        pinn.mlp(DOMAIN, periodic={"x": 0.0})
+    with pytest.raises(ValueError, match="periodic names 'y', which is not a coordinate"):
+        pinn.mlp(DOMAIN, periodic={"y": 1.0})

@@ -179,3 +179,22 @@ def test_the_lbfgs_marker_sits_where_lbfgs_starts(tmp_path, monkeypatch):
     assert marker(drawn[2]) == [0.0], "L-BFGS alone starts at 0"
     plotting.plot_history(adam_then_lbfgs[:2], tmp_path / "h.png", ["r"])
     assert marker(drawn[3]) == []
+
+
+def test_changing_loss_weights_get_their_own_panel(tmp_path, monkeypatch):
+    import numpy as np
+
+    from hodiff.pinn import plotting
+
+    drawn = _drawn_figures(monkeypatch)
+    rows = [
+        {"phase": "adam", "step": s, "loss": 1.0 / s, "r": 1.0 / s, "b": 0.1 / s, "weight_r": w, "weight_b": 1.0}
+        for s, w in ((100, 1.0), (200, 2.5), (300, 4.0))
+    ]
+    plotting.plot_history(rows, tmp_path / "h.png", ["r", "b"])
+    assert len(drawn[0].axes) == 2
+    (line,) = drawn[0].axes[1].get_lines()  # only the weight that moved
+    assert line.get_label() == "weight r"
+    np.testing.assert_allclose(line.get_ydata(), [1.0, 2.5, 4.0])
+    plotting.plot_history([{**row, "weight_r": 1.0} for row in rows], tmp_path / "h.png", ["r", "b"])
+    assert len(drawn[1].axes) == 1, "constant weights: the loss panel only"

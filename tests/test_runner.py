@@ -273,6 +273,36 @@ def test_causal_epsilon_zero_means_off(tmp_path, monkeypatch):
     assert seen["data"].problem.causal is None and seen["data"].seed == 2**32 - 1
 
 
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ([], []),
+        (["--adaptive-weights"], [pinn.AdaptiveWeights(every=1000)]),
+        (["--loss-weighting", "annealing"], [pinn.AdaptiveWeights(every=1000)]),
+        (["--loss-weighting", "grad_norm", "--steps-per-call", "50"], [pinn.GradNormWeights(every=500)]),
+    ],
+)
+def test_loss_weighting_flag_picks_the_callback(flags, expected, tmp_path, monkeypatch):
+    seen = {}
+
+    def stop(self, data, model, optimizer, rate, schedule, output, callbacks, *args, **kwargs):
+        seen["callbacks"] = callbacks
+        raise KeyboardInterrupt  # the flags were accepted; no need to train
+
+    monkeypatch.setattr(pinn.Trainer, "__init__", stop)
+    with pytest.raises(KeyboardInterrupt):
+        run_example(heat.EXAMPLE, [*flags, "--output", str(tmp_path / "run")])
+    assert [(type(c), c) for c in seen["callbacks"]] == [(type(c), c) for c in expected]
+
+
+def test_adaptive_weights_and_another_loss_weighting_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        run_example(heat.EXAMPLE, ["--adaptive-weights", "--loss-weighting", "grad_norm", "--output", str(tmp_path)])
+    assert "--adaptive-weights is --loss-weighting annealing, but --loss-weighting is 'grad_norm'" in (
+        capsys.readouterr().err
+    )
+
+
 def test_too_many_points_and_unwritable_output_stop_before_any_work(tmp_path, monkeypatch):
     monkeypatch.setattr(pinn.Trainer, "__init__", lambda *a, **k: pytest.fail("the trainer was built"))
     with pytest.raises(SystemExit, match=r"--interior 1000000000000: .* GiB .* lower --interior"):

@@ -12,7 +12,14 @@ from typing import Any
 from hodiff._deprecation import warn_moved, warn_renamed
 from hodiff.pinn import backup, callbacks, conditions, diagnostics, flux, geometry, metrics, names, runlog, saving
 from hodiff.pinn.backup import BackupCallback
-from hodiff.pinn.callbacks import AdaptiveWeights, Callback, EarlyStopping, RelativeL2Error, ResidualResampling
+from hodiff.pinn.callbacks import (
+    AdaptiveWeights,
+    Callback,
+    EarlyStopping,
+    GradNormWeights,
+    RelativeL2Error,
+    ResidualResampling,
+)
 from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin, hard_initial
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.deeponet import DeepONet
@@ -36,10 +43,11 @@ from hodiff.pinn.geometry import (
 )
 from hodiff.pinn.keras_model import PINNModel, UniformResampling
 from hodiff.pinn.metrics import relative_l2_errors
-from hodiff.pinn.networks import FourierFeatures, Gate, PeriodicEmbedding, mlp
+from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
+from hodiff.pinn.windows import Marching, TimeWindows, restore_marching, time_marching
 
 __all__ = [
     "AdamResult",
@@ -56,13 +64,16 @@ __all__ = [
     "Disk",
     "EarlyStopping",
     "Ellipse",
+    "FactorizedDense",
     "FourierFeatures",
     "Gate",
     "Geometry",
+    "GradNormWeights",
     "Hypercube",
     "Hypersphere",
     "Initial",
     "Interval",
+    "Marching",
     "Neumann",
     "Parameter",
     "Periodic",
@@ -81,6 +92,7 @@ __all__ = [
     "StallDiagnostic",
     "Stochastic",
     "TimeDomain",
+    "TimeWindows",
     "Trainer",
     "TrainingData",
     "UniformResampling",
@@ -97,9 +109,11 @@ __all__ = [
     "names",
     "metrics",
     "relative_l2_errors",
+    "restore_marching",
     "runlog",
     "save_solution",
     "saving",
+    "time_marching",
 ]
 
 _PLUMBING = {  # no longer public names of hodiff.pinn; reachable from their modules

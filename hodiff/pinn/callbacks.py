@@ -8,7 +8,7 @@ each phase the trainer calls :meth:`Callback.on_phase_end` (and :meth:`Callback.
 at its start). Around every compiled call of
 ``steps_per_call`` Adam steps it calls :meth:`Callback.on_chunk_begin` and
 :meth:`Callback.on_chunk_end`: :class:`ResidualResampling` redraws the points before a call
-and :class:`AdaptiveWeights` moves the loss weights after one, each through the trainer's
+and :class:`AdaptiveWeights` / :class:`GradNormWeights` move the loss weights after one, each through the trainer's
 :class:`~hodiff.pinn.TrainingData` (``trainer.data``), which owns the points and the weights.
 
 A callback should decide from the trainer's history (``trainer.history``, restored on resume)
@@ -59,7 +59,7 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -69,7 +69,7 @@ from hodiff.pinn.metrics import relative_l2_errors
 if TYPE_CHECKING:
     from hodiff.pinn.trainer import Trainer
 
-__all__ = ["AdaptiveWeights", "Callback", "EarlyStopping", "RelativeL2Error", "ResidualResampling"]
+__all__ = ["AdaptiveWeights", "Callback", "EarlyStopping", "GradNormWeights", "RelativeL2Error", "ResidualResampling"]
 
 
 class Callback:
@@ -114,14 +114,38 @@ class AdaptiveWeights(Callback):
 
     every: int = 100
     alpha: float = 0.1
+    method: ClassVar[str] = "annealing"  # the rule of TrainingData.move_weights
 
     def __post_init__(self):
-        _validate.check_finite_number(self.every, "every", "AdaptiveWeights", 1, integer=True)
-        _validate.check_finite_number(self.alpha, "alpha", "AdaptiveWeights", 0)
+        name = type(self).__name__
+        _validate.check_finite_number(self.every, "every", name, 1, integer=True)
+        _validate.check_finite_number(self.alpha, "alpha", name, 0)
 
     def on_chunk_end(self, trainer: Trainer, step: int) -> None:
         if step % self.every == 0:
-            trainer.data.anneal(self.alpha)
+            trainer.data.move_weights(self.method, self.alpha)
+
+
+@dataclasses.dataclass
+class GradNormWeights(AdaptiveWeights):
+    """Gradient-norm loss weighting (Wang et al. 2023, "An expert's guide", Algorithm 1).
+
+    Every ``every`` Adam steps, every loss term's weight (residuals included) moves towards
+    ``sum_j ||grad L_j|| / ||grad L_i||`` (gradients w.r.t. the network weights), so that the
+    weighted terms pull with gradients of equal norm: ``w <- (1 - alpha) w + alpha * that``
+    (:meth:`TrainingData.move_weights <hodiff.pinn.TrainingData.move_weights>`); the paper's
+    moving-average factor 0.9 is ``alpha = 0.1``. The weights are variables of the data, so they
+    are in every history row (``weight_<term>``) and in the checkpoints: a resumed run goes on
+    exactly as the uninterrupted one.
+
+    References:
+      Wang, Wang, Bhartari & Perdikaris (2023), "An expert's guide to training physics-informed
+      neural networks", arXiv:2308.08468.
+    """
+
+    every: int = 1000
+    alpha: float = 0.1
+    method: ClassVar[str] = "grad_norm"
 
 
 @dataclasses.dataclass

@@ -12,8 +12,9 @@ optimisers (:class:`~hodiff.pinn.Trainer`, :class:`~hodiff.pinn.PINNModel`) only
   ``(seed, step)`` only and a resumed run draws as the uninterrupted one;
 - residual-based resampling (RAD, :meth:`resample_by_residual`), uniform redraws
   (:meth:`redraw`) and the learning-rate-annealing targets of adaptive weights
-  (:meth:`annealing_targets`), which the callbacks :class:`~hodiff.pinn.ResidualResampling`,
-  :class:`~hodiff.pinn.AdaptiveWeights` and :class:`~hodiff.pinn.UniformResampling` trigger;
+  (:meth:`annealing_targets`) and of gradient-norm weighting (:meth:`grad_norm_targets`), which
+  the callbacks :class:`~hodiff.pinn.ResidualResampling`, :class:`~hodiff.pinn.AdaptiveWeights`,
+  :class:`~hodiff.pinn.GradNormWeights` and :class:`~hodiff.pinn.UniformResampling` trigger;
 - the split of every point set over the replicas of a ``tf.distribute`` strategy.
 
 Data flow: problem -> :class:`TrainingData` -> :meth:`TrainingData.loss` -> optimiser -> run log.
@@ -225,7 +226,7 @@ class TrainingData:
             # draws run under XLA in the training step, and XLA's stateless random ops draw differently from the
             # graph's for the same seed (TF issue #121243): the terms use XLA too then.
             self._terms = tf.function(self._all_terms, jit_compile=self.random)
-        self._targets = tf.function(self.annealing_targets, jit_compile=True)
+        self._targets: dict[str, Any] = {}  # compiled targets of each loss weighting (move_weights)
         self._gradients = tf.function(self.gradient_statistics, jit_compile=True)
         self._scores: dict[float, Any] = {}
         self.built = True
@@ -359,22 +360,64 @@ class TrainingData:
         return int(replica)
 
     # ----------------------------------------------------------------------------- adaptive weights
+    def _term_gradients(self, grouped: bool) -> dict[str, tf.Tensor]:
+        """The gradient of loss terms w.r.t. the network weights, flattened into one vector each.
+
+        ``grouped``: the residual terms summed into one entry ``""`` and one entry per condition
+        (learning-rate annealing); otherwise one entry per loss term.
+        """
+        with tf.GradientTape(persistent=True) as tape:
+            terms = self.loss_terms()
+            if grouped:
+                residual = tf.add_n([terms[n] for n in self.problem.residual_names])
+                terms = {"": residual, **{c.name: terms[c.name] for c in self.problem.conditions}}
+        weights = self.model.trainable_variables
+        flat = lambda grads: tf.concat([tf.reshape(g, [-1]) for g in grads if g is not None], 0)  # noqa: E731
+        gradients = {name: flat(tape.gradient(loss, weights)) for name, loss in terms.items()}
+        del tape
+        return gradients
+
     def annealing_targets(self) -> dict[str, tf.Tensor]:
         """Learning-rate annealing's target weight of every condition term (Wang, Teng & Perdikaris 2021):
         ``max |grad residual loss| / mean |grad term loss|``, gradients w.r.t. the network weights."""
-        with tf.GradientTape(persistent=True) as tape:
-            terms = self.loss_terms()
-        weights = self.model.trainable_variables
-        flat = lambda grads: tf.concat([tf.reshape(tf.abs(g), [-1]) for g in grads if g is not None], 0)  # noqa: E731
-        residual_max = tf.reduce_max(
-            flat(tape.gradient(tf.add_n([terms[n] for n in self.problem.residual_names]), weights))
-        )
-        targets = {}
-        for condition in self.problem.conditions:
-            mean = tf.reduce_mean(flat(tape.gradient(terms[condition.name], weights)))
-            targets[condition.name] = residual_max / tf.maximum(mean, tf.constant(1e-30, mean.dtype))
-        del tape
-        return targets
+        gradients = self._term_gradients(grouped=True)
+        residual_max = tf.reduce_max(tf.abs(gradients.pop("")))
+        return {
+            name: residual_max / tf.maximum(tf.reduce_mean(tf.abs(g)), tf.constant(1e-30, g.dtype))
+            for name, g in gradients.items()
+        }
+
+    def grad_norm_targets(self) -> dict[str, tf.Tensor]:
+        """Gradient-norm weighting's target weight of every loss term (Wang et al. 2023, Algorithm 1):
+        ``sum_j ||grad L_j|| / ||grad L_i||``, gradients w.r.t. the network weights, so that every
+        weighted term's gradient has the same norm."""
+        norms = {name: tf.norm(g) for name, g in self._term_gradients(grouped=False).items()}
+        total = tf.add_n(list(norms.values()))
+        return {name: total / tf.maximum(norm, tf.constant(1e-30, norm.dtype)) for name, norm in norms.items()}
+
+    WEIGHTINGS = ("annealing", "grad_norm")
+
+    def move_weights(self, method: str, alpha: float) -> dict[str, float]:
+        """Moves the loss weights towards ``method``'s targets: ``w <- (1 - alpha) w + alpha * target``.
+
+        Args:
+          method: ``"annealing"`` (:meth:`annealing_targets`: the condition terms; the residuals'
+            weights stay) or ``"grad_norm"`` (:meth:`grad_norm_targets`: every term).
+          alpha: the step towards the target, in [0, 1] (``alpha = 1 - `` the papers' moving-average factor).
+
+        Returns:
+          The targets, as floats (compiled with XLA once per method).
+        """
+        self._check_built("move_weights")
+        if method not in self.WEIGHTINGS:
+            raise ValueError(f"TrainingData.move_weights: method={method!r} is not one of {self.WEIGHTINGS}.")
+        if method not in self._targets:
+            rule = self.annealing_targets if method == "annealing" else self.grad_norm_targets
+            self._targets[method] = tf.function(rule, jit_compile=True)
+        targets = self._targets[method]()
+        for name, target in targets.items():
+            self.weights[name].assign((1.0 - alpha) * self.weights[name] + alpha * tf.cast(target, self.dtype))
+        return {name: float(target) for name, target in targets.items()}
 
     def gradient_statistics(self) -> dict[str, tf.Tensor]:
         """The gradients of the weighted loss terms w.r.t. the trainable weights, summarised.
@@ -415,9 +458,7 @@ class TrainingData:
 
     def anneal(self, alpha: float) -> None:
         """Moves each condition's weight towards its :meth:`annealing_targets`: ``w <- (1 - alpha) w + alpha t``."""
-        self._check_built("anneal")
-        for name, target in self._targets().items():
-            self.weights[name].assign((1.0 - alpha) * self.weights[name] + alpha * tf.cast(target, self.dtype))
+        self.move_weights("annealing", alpha)
 
     # ----------------------------------------------------------------------------- resampling
     def _residual_scores(self, x: tf.Tensor, k: float) -> tf.Tensor:

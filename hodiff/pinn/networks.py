@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 import keras
 import numpy as np
 
 from hodiff.pinn.geometry import Box
 
-__all__ = ["ARCHITECTURES", "DTYPES", "FourierFeatures", "Gate", "PeriodicEmbedding", "is_mixed", "mlp"]
+__all__ = [
+    "ARCHITECTURES",
+    "DTYPES",
+    "FactorizedDense",
+    "FourierFeatures",
+    "Gate",
+    "PeriodicEmbedding",
+    "is_mixed",
+    "mlp",
+]
 
 DTYPES = ("float32", "float64", "mixed_float16")
 ARCHITECTURES = ("mlp", "modified")
@@ -114,6 +124,75 @@ class PeriodicEmbedding(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="hodiff")
+class FactorizedDense(keras.layers.Layer):
+    """A dense layer with random weight factorisation: kernel ``W = V diag(exp(s))``.
+
+    Each output neuron's weight vector is a trainable scale ``exp(s_k)`` times a trainable
+    direction ``v_k``. At build time the kernel ``W`` is drawn by ``kernel_initializer`` (as a
+    plain ``Dense`` layer would draw it), ``s ~ N(mean, std)`` from ``seed``, and ``V = W /
+    exp(s)``, so the layer starts as the same function as the plain one; only the training
+    dynamics differ (gradient descent in ``(s, V)``).
+
+    Args:
+      units: output size.
+      activation: the activation (a Keras name).
+      mean: the mean of the log-scales ``s`` at initialisation.
+      std: their standard deviation (>= 0).
+      seed: seeds the draw of ``s``.
+      kernel_initializer: draws ``W``.
+      use_bias: add a bias (initialised to zero).
+
+    References:
+      Wang, Wang, Bhartari & Perdikaris (2023), "An expert's guide to training physics-informed
+      neural networks", arXiv:2308.08468, section 3.1 (random weight factorisation).
+    """
+
+    def __init__(
+        self,
+        units: int,
+        activation: str | None = None,
+        mean: float = 1.0,
+        std: float = 0.1,
+        seed: int = 0,
+        kernel_initializer: Any = "glorot_normal",
+        use_bias: bool = True,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units, self.mean, self.std, self.seed, self.use_bias = int(units), float(mean), float(std), seed, use_bias
+        self.activation = keras.activations.get(activation)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, input_shape):
+        shape = (int(input_shape[-1]), self.units)
+        kernel = np.asarray(keras.ops.convert_to_numpy(self.kernel_initializer(shape, dtype=self.variable_dtype)))
+        scale = np.random.default_rng(self.seed).normal(self.mean, self.std, size=self.units)
+        direction = kernel.astype(np.float64) / np.exp(scale)
+        self.direction = self.add_weight(shape=shape, initializer=keras.initializers.Constant(direction), name="v")
+        self.scale = self.add_weight(shape=(self.units,), initializer=keras.initializers.Constant(scale), name="s")
+        self.bias = self.add_weight(shape=(self.units,), initializer="zeros", name="bias") if self.use_bias else None
+
+    def call(self, x):
+        y = keras.ops.matmul(x, self.direction * keras.ops.exp(self.scale))
+        return self.activation(y + self.bias if self.bias is not None else y)
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape[:-1], self.units)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "activation": keras.activations.serialize(self.activation),
+            "mean": self.mean,
+            "std": self.std,
+            "seed": self.seed,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "use_bias": self.use_bias,
+        }
+
+
+@keras.saving.register_keras_serializable(package="hodiff")
 class Gate(keras.layers.Layer):
     """``(1 - z) * u + z * v``: the gated update of the modified MLP (inputs ``[z, u, v]``).
 
@@ -139,6 +218,7 @@ def mlp(
     seed: int = 0,
     periodic: dict[str, float] | None = None,
     architecture: str = "mlp",
+    factorization: tuple[float, float] | None = None,
 ) -> keras.Model:
     """A fully connected network whose inputs are first scaled from the domain to [-1, 1].
 
@@ -164,6 +244,10 @@ def mlp(
         Wang, Teng & Perdikaris (2021), ``U = phi(X W_u)``, ``V = phi(X W_v)``,
         ``H_1 = phi(X W_1)``, ``Z_k = phi(H_k W_k)``, ``H_{k+1} = (1 - Z_k) U + Z_k V`` for
         ``k = 1 .. depth - 1`` (``depth`` dense layers besides the two encoders).
+      factorization: ``(mean, std)``: random weight factorisation of every dense layer
+        (:class:`FactorizedDense`, ``W = V diag(exp(s))``, ``s ~ N(mean, std)``; Wang et al. 2023
+        recommend ``(1.0, 0.1)``); the network starts as the same function as without it.
+        ``None`` (default): plain dense layers.
 
     Returns:
       A built Keras model (``keras.Sequential`` for the plain single-scale MLP, a functional
@@ -174,7 +258,8 @@ def mlp(
       low dimensional domains"; Wang, Wang & Perdikaris (2021), "On the eigenvector bias of
       Fourier feature networks", CMAME 384; Wang, Teng & Perdikaris (2021), "Understanding and
       mitigating gradient flow pathologies in physics-informed neural networks", SIAM J. Sci.
-      Comput. 43.
+      Comput. 43; Wang, Wang, Bhartari & Perdikaris (2023), "An expert's guide to training
+      physics-informed neural networks", arXiv:2308.08468.
 
     Example:
       ```python
@@ -187,6 +272,9 @@ def mlp(
       multiscale = mlp(domain, width=16, depth=2, fourier_features=8, fourier_scale=(1.0, 10.0))
       modified = mlp(domain, outputs=2, width=16, depth=3, architecture="modified")
       assert multiscale.output_shape == (None, 1) and modified.output_shape == (None, 2)
+      factorized = mlp(domain, width=20, depth=4, factorization=(1.0, 0.1))
+      x = domain.sample_interior(5)
+      assert abs(factorized(x).numpy() - model(x).numpy()).max() < 1e-12  # same function at the start
       ```
     """
     if dtype not in DTYPES:
@@ -199,6 +287,8 @@ def mlp(
             "layers, 'modified' the gated modified MLP of Wang, Teng & Perdikaris (2021)."
         )
     scales = _scales(fourier_scale, fourier_features)
+    _check_factorization(factorization)
+    _check_periodic(periodic, domain)
     if not isinstance(depth, int) or depth < 1 or not isinstance(width, int) or width < 1:
         raise ValueError(f"mlp: width={width!r} and depth={depth!r} must be ints >= 1.")
     if architecture == "modified" and depth < 2:
@@ -219,14 +309,22 @@ def mlp(
             for name, period in periodic.items()
         }
         front.append(PeriodicEmbedding(scaled, dtype=outer))
-    dense = lambda size, act="linear", name=None: keras.layers.Dense(
-        size, activation=act, kernel_initializer=initializer(), dtype=dtype, name=name
-    )
+
+    def dense(size, act="linear", name=None, layer_dtype=dtype, use_bias=True):
+        kernel = initializer()
+        if factorization is None:
+            return keras.layers.Dense(
+                size, activation=act, kernel_initializer=kernel, use_bias=use_bias, dtype=layer_dtype, name=name
+            )
+        # the log-scales are drawn from the kernel's own seed: the other layers' seeds stay the plain network's
+        mean, std = factorization
+        return FactorizedDense(size, act, mean, std, kernel.seed, kernel, use_bias, dtype=layer_dtype, name=name)
+
     if architecture == "mlp" and len(scales) <= 1:
         if fourier_features:
             front.append(FourierFeatures(fourier_features, scales[0], seed, dtype=outer))
         hidden = [dense(width, activation) for _ in range(depth)]
-        last = keras.layers.Dense(outputs, kernel_initializer=initializer(), dtype=outer)
+        last = dense(outputs, layer_dtype=outer)
         return keras.Sequential([keras.Input((len(low),), dtype=outer), *front, *hidden, last])
 
     inputs = keras.Input((len(low),), dtype=outer)
@@ -260,13 +358,36 @@ def mlp(
 
     # one linear layer on the concatenated outputs, written as a sum of one product per scale
     # (a concatenation would put XLA's DynamicUpdateSlice into the derivatives)
-    heads = [
-        keras.layers.Dense(outputs, kernel_initializer=initializer(), use_bias=i == 0, dtype=outer, name=f"output_{i}")
-        for i in range(len(embeddings))
-    ]
+    heads = [dense(outputs, name=f"output_{i}", layer_dtype=outer, use_bias=i == 0) for i in range(len(embeddings))]
     parts = [head(stack(h)) for head, h in zip(heads, embeddings)]
     output = parts[0] if len(parts) == 1 else keras.layers.Add(dtype=outer)(parts)
     return keras.Model(inputs, output)
+
+
+def _check_factorization(factorization: Any) -> None:
+    ok = (
+        isinstance(factorization, (tuple, list))
+        and len(factorization) == 2
+        and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in factorization)
+        and all(np.isfinite(factorization))
+        and factorization[1] >= 0
+    )
+    if factorization is not None and not ok:
+        raise ValueError(
+            f"mlp: factorization={factorization!r} must be None or (mean, std) of the log-scales s, finite, std >= 0; "
+            "Wang et al. (2023) use (1.0, 0.1)."
+        )
+
+
+def _check_periodic(periodic: Any, domain: Box) -> None:
+    for name, period in (periodic or {}).items():
+        if name not in domain.coords:
+            raise ValueError(f"mlp: periodic names {name!r}, which is not a coordinate of the domain {domain.coords}.")
+        if isinstance(period, bool) or not isinstance(period, (int, float, np.number)) or not 0 < period < np.inf:
+            raise ValueError(
+                f"mlp: periodic[{name!r}]={period!r} must be a finite period > 0 (in the units of {name!r}), e.g. "
+                f"the domain's length {domain.bounds[name][1] - domain.bounds[name][0]:g}."
+            )
 
 
 def _scales(fourier_scale: float | Sequence[float], fourier_features: int) -> list[float]:

@@ -222,6 +222,10 @@ def _plot_curves(
 def plot_history(history: Sequence[dict], path: str, terms: Sequence[str], lbfgs_start: int | None = None) -> None:
     """The total loss and each term against the step (log scale), the start of L-BFGS marked.
 
+    When loss weights changed during the run (``weight_<term>`` columns that are not constant:
+    :class:`~hodiff.pinn.AdaptiveWeights`, :class:`~hodiff.pinn.GradNormWeights`), a second panel
+    below draws them against the step.
+
     Args:
       history: rows with ``"step"``, ``"phase"``, ``"loss"`` and one value per term; L-BFGS rows
         count their iterations on from the Adam steps (as :class:`~hodiff.pinn.Trainer` logs them).
@@ -231,18 +235,30 @@ def plot_history(history: Sequence[dict], path: str, terms: Sequence[str], lbfgs
         row before the first L-BFGS row (the Trainer logs the step Adam ends at when the step count is
         a multiple of ``log_every`` or Adam stopped early), or 0 when L-BFGS ran alone.
     """
-    figure = _figure(figsize=(8, 4.5))
-    axis = figure.subplots()
+    moving = changing_weights(history, terms)
+    figure = _figure(figsize=(8, 7.5 if moving else 4.5))
+    axis, *below = figure.subplots(2 if moving else 1, 1, sharex=True, squeeze=False)[:, 0]
     steps = np.array([row["step"] for row in history])
     for name in ("loss", *terms):
         axis.semilogy(steps, [row[name] for row in history], label=name, linewidth=2 if name == "loss" else 1)
     start = lbfgs_start if lbfgs_start is not None else _lbfgs_start(history)
     if start is not None:
         axis.axvline(start, color="gray", linestyle=":", label="L-BFGS from here")
-    axis.set_xlabel("Adam step / L-BFGS iteration")
     axis.set_ylabel("mean squared residual")
     axis.legend()
+    if moving:
+        for name in moving:
+            below[0].semilogy(steps, [row.get(f"weight_{name}", np.nan) for row in history], label=f"weight {name}")
+        below[0].set_ylabel("loss weight")
+        below[0].legend()
+    (below[0] if moving else axis).set_xlabel("Adam step / L-BFGS iteration")
     _save(figure, path)
+
+
+def changing_weights(history: Sequence[dict], terms: Sequence[str]) -> list[str]:
+    """The terms whose loss weight (history column ``weight_<term>``) is not the same in every row."""
+    columns = {name: {row[f"weight_{name}"] for row in history if f"weight_{name}" in row} for name in terms}
+    return [name for name, values in columns.items() if len(values) > 1]
 
 
 def _lbfgs_start(history: Sequence[dict]) -> int | None:

@@ -325,8 +325,9 @@ class Problem:
         return ("residual",)
 
     def replace(self, **changes: Any) -> Problem:
-        """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``)."""
-        allowed = ("causal", "weights", "output_transform", "unbiased", "partials_method")
+        """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``; ``domain``
+        for the same problem on another domain, e.g. a time window)."""
+        allowed = ("causal", "weights", "output_transform", "unbiased", "partials_method", "domain")
         unknown = set(changes) - set(allowed)
         if unknown:
             raise ValueError(

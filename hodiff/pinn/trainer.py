@@ -52,11 +52,11 @@ from tqdm.auto import tqdm
 
 from hodiff import _validate
 from hodiff._deprecation import warn_renamed
-from hodiff.pinn.callbacks import AdaptiveWeights, Callback, ResidualResampling
+from hodiff.pinn.callbacks import AdaptiveWeights, Callback, GradNormWeights, ResidualResampling
 from hodiff.pinn.conditions import Initial, named_columns
 from hodiff.pinn.data import TrainingData
-from hodiff.pinn.geometry import warn_outside
 from hodiff.pinn.diagnostics import StallDiagnostic
+from hodiff.pinn.geometry import warn_outside
 from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import Problem
 from hodiff.pinn.runlog import RunClock, RunLog
@@ -100,7 +100,8 @@ class Trainer:
       output: an :class:`Output` (the run's directory, resume, overwrite, TensorBoard, settings);
         ``None`` keeps the history in memory.
       callbacks: :class:`~hodiff.pinn.callbacks.Callback` objects: metrics in the history rows,
-        early stopping, :class:`~hodiff.pinn.AdaptiveWeights`, :class:`~hodiff.pinn.ResidualResampling`.
+        early stopping, :class:`~hodiff.pinn.AdaptiveWeights`, :class:`~hodiff.pinn.GradNormWeights`,
+        :class:`~hodiff.pinn.ResidualResampling`.
       strategy: a ``tf.distribute`` strategy (``MirroredStrategy``,
         ``MultiWorkerMirroredStrategy``) whose scope built the model (and any ``optimizer``);
         the points are split over its replicas and both phases all-reduce the loss and its
@@ -230,8 +231,9 @@ class Trainer:
                 **keras.optimizers.schedules.serialize(learning_rate).get("config", {}),
             }
         option = lambda kind: next(  # noqa: E731
-            (dataclasses.asdict(c) for c in self.callbacks if isinstance(c, kind)), None
+            (dataclasses.asdict(c) for c in self.callbacks if type(c) is kind), None
         )
+        grad_norm = option(GradNormWeights)
         inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
         config = {key: value for key, value in inner.get_config().items() if key != "name"}
         causal = self.problem.causal
@@ -243,6 +245,7 @@ class Trainer:
             "log_every": self.log_every,
             "dtype": "mixed_float16" if self.mixed else self.dtype.name,
             "adaptive_weights": option(AdaptiveWeights),
+            **({"grad_norm_weights": grad_norm} if grad_norm is not None else {}),  # absent: older runs resume
             "resampling": option(ResidualResampling),
             "causal": dataclasses.asdict(causal) if causal is not None else None,
             "terms": list(self.problem.term_names),

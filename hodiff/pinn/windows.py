@@ -1,0 +1,319 @@
+"""Time-marching: a time-dependent problem trained window after window.
+
+The horizon ``[t0, T]`` is cut into ``count`` windows of equal length. Window ``k`` is the
+problem on ``[t_k, t_k+1]`` (its points, conditions and causal weights there), solved by
+the network that window ``k - 1`` ended with, and its initial condition is hard: the output
+transform ``transform(x, outputs, t_k, previous)`` makes the solution equal, at ``t = t_k``, the
+previous window's solution there (the exact initial condition in window 0), e.g. ``previous +
+(t - t_k) * outputs`` (the default). The solution over the whole horizon is window ``k``'s
+on ``[t_k, t_k+1)``; it is continuous across the windows' ends by construction.
+
+:func:`time_marching` drives it: for each window it builds the window's problem and hands it,
+with the model and the window's :class:`~hodiff.pinn.Output`, to your ``train`` function (which
+makes a :class:`~hodiff.pinn.Trainer` and runs its phases), then freezes a copy of the trained
+network for the next window. With a ``directory`` each window is a run of its own in
+``directory/window-<k>`` (history, checkpoints, run info); ``resume=True`` restores the finished
+windows from their last checkpoints (no training) and continues the window that was killed
+from its latest checkpoint, so the result equals the uninterrupted run's.
+:func:`restore_marching` rebuilds the trained solution from the directory alone (``--evaluate``).
+
+References:
+  Wang, Sankaran & Perdikaris (2024), "Respecting causality for training physics-informed
+  neural networks", CMAME 421 (time-marching and causal weights); Wang, Wang, Bhartari &
+  Perdikaris (2023), "An expert's guide to training physics-informed neural networks",
+  arXiv:2308.08468 (sequence-to-sequence time windows).
+
+Example:
+  ```python
+  import numpy as np
+  import tensorflow as tf
+  from hodiff import pinn
+
+  domain = pinn.Interval("x", 0.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
+  decay = pinn.Problem(domain, needs=("u", "u_t"), residual=lambda d, x, p: d["u_t"] + d["u"])
+  windows = pinn.TimeWindows(2, initial=lambda x: tf.sin(np.pi * x["x"])[:, None])
+
+
+  def train(problem, model, output):
+      trainer = pinn.Trainer(
+          pinn.TrainingData(problem, interior=64), model, learning_rate=1e-2, output=output,
+          schedule=pinn.Schedule(steps_per_call=50, log_every=50, progress=False),
+      )
+      trainer.adam(300)
+      return trainer
+
+
+  marched = pinn.time_marching(decay, pinn.mlp(domain, width=8, depth=2), windows, train)
+  x = np.array([[0.5, 0.0], [0.5, 0.5], [0.5, 1.0]])
+  assert np.allclose(marched.predict(x)[:, 0], np.exp(-x[:, 1]), atol=2e-2)
+  assert [row["window"] for row in marched.history][::6] == [0, 1]
+  ```
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from hodiff import _validate
+from hodiff.pinn.conditions import Initial
+from hodiff.pinn.problem import Problem
+from hodiff.pinn.runlog import checkpoint_files
+from hodiff.pinn.trainer_options import Output
+
+__all__ = ["Marching", "TimeWindows", "restore_marching", "time_marching"]
+
+Transform = Callable[[Any, tf.Tensor, float, tf.Tensor], tf.Tensor]
+
+
+def _add_initial(x: Any, outputs: tf.Tensor, start: float, initial: tf.Tensor) -> tf.Tensor:
+    """``initial + (t - start) * outputs``: equal to ``initial`` at ``t = start``."""
+    time = x.points[:, -1:] if x.time is None else x[x.time][:, None]
+    return initial + (time - tf.cast(start, outputs.dtype)) * outputs
+
+
+@dataclasses.dataclass
+class TimeWindows:
+    """The windows of a time-marching run and the hard initial condition of each.
+
+    Args:
+      count: number of windows of equal length, an int >= 1.
+      initial: ``initial(x) -> (N, fields)``: the initial condition at the first time, ``x``
+        the named coordinate columns (as a residual gets them; ``x.points`` is the ``(N, d)`` tensor).
+      transform: ``transform(x, outputs, start, previous) -> (N, fields)``: the window's solution
+        from the network's ``outputs``; it must equal ``previous`` (the solution at ``(x, start)``
+        of the window before, ``initial`` in the first) where ``t = start``. ``x`` has ``x.time``,
+        the time coordinate's name. Default: ``previous + (t - start) * outputs``; multiply
+        ``outputs`` by a function that vanishes on the boundary for hard boundary conditions too.
+    """
+
+    count: int
+    initial: Callable[[Any], tf.Tensor]
+    transform: Transform = _add_initial
+
+    def __post_init__(self):
+        _validate.check_count(self.count, "count", "TimeWindows")
+        if not callable(self.initial) or not callable(self.transform):
+            raise TypeError("TimeWindows: initial and transform must be functions (see the docstring).")
+
+    def bounds(self, domain: Any) -> list[tuple[float, float]]:
+        """``[(t_k, t_k+1)]`` for ``k = 0 .. count - 1`` over the domain's time interval."""
+        if domain.time is None:
+            raise ValueError("TimeWindows: the domain has no time coordinate to march in.")
+        start, end = domain.bounds[domain.time]
+        edges = np.linspace(start, end, self.count + 1)
+        return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+    def index(self, domain: Any, t: Any) -> np.ndarray:
+        """The window of each time in ``t``: ``k`` on ``[t_k, t_k+1)``, the last window at the end."""
+        start, end = domain.bounds[domain.time]
+        k = np.floor((np.asarray(t, dtype=np.float64) - start) / (end - start) * self.count)
+        return np.clip(k, 0, self.count - 1).astype(np.int64)
+
+    def output_transform(self, domain: Any, start: float, previous: Callable[[tf.Tensor], tf.Tensor] | None) -> Any:
+        """The output transform of the window starting at ``start``; ``previous(points) -> (N, fields)``
+        is the solution of the window before (``None``: :attr:`initial`, the first window)."""
+        time = domain.coords.index(domain.time)
+        keep = np.ones(len(domain.coords))
+        keep[time] = 0.0
+        at_start = np.zeros(len(domain.coords))
+        at_start[time] = start
+
+        def transform(x: Any, outputs: tf.Tensor) -> tf.Tensor:
+            x = _Named(x, domain.time)
+            if previous is None:
+                values = _columns(self.initial(x), outputs)
+            else:  # the points moved to t = start by products, not slices (XLA's third derivatives)
+                points = x.points * tf.constant(keep, outputs.dtype) + tf.constant(at_start, outputs.dtype)
+                values = previous(points)
+            return self.transform(x, outputs, start, values)
+
+        return transform
+
+    def problem(self, problem: Problem, k: int, previous: Callable[[tf.Tensor], tf.Tensor] | None = None) -> Problem:
+        """Window ``k``'s problem: ``problem`` on the window's time interval, with its hard initial condition.
+
+        Args:
+          problem: the problem on the whole horizon, without :class:`~hodiff.pinn.Initial`
+            conditions (the windows impose the initial condition through :attr:`transform`).
+          k: the window, ``0 .. count - 1``.
+          previous: the trained solution of window ``k - 1`` (``None`` for window 0).
+        """
+        if not 0 <= k < self.count:
+            raise ValueError(f"TimeWindows.problem: window k={k} is not in 0 .. {self.count - 1}.")
+        if (previous is None) != (k == 0):
+            raise ValueError("TimeWindows.problem: give previous, the solution of window k - 1, for every k > 0 only.")
+        initial = [c.name for c in problem.conditions if isinstance(c, Initial)]
+        if initial:
+            raise ValueError(
+                f"TimeWindows: the problem has Initial conditions {initial}; the windows impose the initial condition "
+                "exactly (TimeWindows.initial and transform), so leave them out of the problem."
+            )
+        start, end = self.bounds(problem.domain)[k]
+        time = str(problem.domain.time)  # bounds() checked that there is one
+        domain = copy.copy(problem.domain)  # Box or space * time: the time interval lives in its bounds
+        domain.bounds = {**problem.domain.bounds, time: (start, end)}
+        return problem.replace(domain=domain, output_transform=self.output_transform(domain, start, previous))
+
+    def output(self, directory: str, k: int, resume: bool, overwrite: bool) -> Output:
+        """Window ``k``'s :class:`~hodiff.pinn.Output` in ``directory/window-<k>``: resumed when it has a
+        checkpoint and ``resume``, started afresh (replacing what is there) otherwise under ``resume``
+        or ``overwrite``; the window is a setting of the run, so it cannot resume as another."""
+        path = os.path.join(directory, f"window-{k}")
+        held = bool(checkpoint_files(path))
+        return Output(
+            path,
+            resume=resume and held,
+            overwrite=overwrite or (resume and not held),
+            settings={"time_window": {"index": k, "count": self.count}},
+        )
+
+
+class _Named:
+    """The named columns of a transform's ``x`` with ``.time``, the time coordinate's name."""
+
+    def __init__(self, columns: Any, time: str):
+        self.columns, self.time, self.points = columns, time, columns.points
+
+    def __getitem__(self, name: str) -> tf.Tensor:
+        return self.columns[name]
+
+    def __iter__(self):
+        return iter(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def keys(self):
+        return self.columns.keys()
+
+
+def _columns(values: Any, like: tf.Tensor) -> tf.Tensor:
+    values = tf.cast(tf.convert_to_tensor(values), like.dtype)
+    return values[:, None] if values.shape.rank == 1 else values
+
+
+def freeze(model: keras.Model) -> keras.Model:
+    """A non-trainable copy of ``model`` with its current weights."""
+    clone = keras.models.clone_model(model)
+    clone.set_weights(model.get_weights())
+    clone.trainable = False
+    return clone
+
+
+@dataclasses.dataclass
+class Marching:
+    """A time-marching run's result: the solution over the whole horizon, window by window.
+
+    Attributes:
+      problem: the problem on the whole horizon.
+      windows: the :class:`TimeWindows`.
+      solutions: per window, its solution function ``(N, d) -> (N, fields)`` (frozen weights).
+      trainers: per window, the :class:`~hodiff.pinn.Trainer` (empty from :func:`restore_marching`).
+    """
+
+    problem: Problem
+    windows: TimeWindows
+    solutions: list[Callable[[tf.Tensor], tf.Tensor]]
+    trainers: list[Any] = dataclasses.field(default_factory=list)
+    dtype: Any = tf.float64
+
+    def __post_init__(self):
+        self._compiled = [tf.function(s, jit_compile=True, reduce_retracing=True) for s in self.solutions]
+
+    def predict(self, points: Any, batch: int = 65536) -> np.ndarray:
+        """The solution at ``points`` ``(N, d)``, each point answered by the window its time falls in."""
+        domain = self.problem.domain
+        points = _validate.check_point_array(points, domain.coords, "Marching.predict")
+        index = self.windows.index(domain, points[:, domain.coords.index(domain.time)])
+        values = np.zeros((len(points), len(self.problem.fields)))
+        for k, solution in enumerate(self._compiled):
+            chosen = np.flatnonzero(index == k)
+            for i in range(0, len(chosen), batch):
+                part = chosen[i : i + batch]
+                values[part] = solution(tf.constant(points[part], self.dtype)).numpy()
+        return values
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """Every window's history rows, with ``window`` and the steps counted on across the windows."""
+        rows, offset = [], 0
+        for k, trainer in enumerate(self.trainers):
+            for row in trainer.history:
+                rows.append({**row, "window": k, "window_step": row["step"], "step": offset + row["step"]})
+            offset += trainer.history[-1]["step"] if trainer.history else 0
+        return rows
+
+    @property
+    def elapsed_seconds(self) -> float:
+        """Training time summed over the windows (and resumes)."""
+        return float(sum(trainer.elapsed_seconds for trainer in self.trainers))
+
+
+def time_marching(
+    problem: Problem,
+    model: keras.Model,
+    windows: TimeWindows,
+    train: Callable[[Problem, keras.Model, Output | None], Any],
+    directory: str | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> Marching:
+    """Trains ``problem`` window after window (see the module docstring); returns the :class:`Marching`.
+
+    Args:
+      problem: the problem on the whole horizon (no :class:`~hodiff.pinn.Initial` conditions;
+        causal weights, if set, act inside each window).
+      model: the network; window ``k`` starts from the weights window ``k - 1`` ended with.
+      windows: the :class:`TimeWindows`.
+      train: ``train(window_problem, model, output) -> Trainer``: makes a trainer on the window's
+        problem (``pinn.TrainingData(window_problem, ...)``) with ``output`` (``None`` without a
+        directory) and runs its phases.
+      directory: where the windows' runs go, ``directory/window-<k>``; ``None`` keeps them in memory.
+      resume: continue a run in ``directory``: finished windows are restored, the killed one resumed.
+      overwrite: replace the windows' runs in ``directory``.
+    """
+    if not isinstance(windows, TimeWindows):
+        raise TypeError(f"time_marching: windows must be a pinn.TimeWindows, got {type(windows).__name__}.")
+    trainers, solutions, previous = [], [], None
+    for k in range(windows.count):
+        window = windows.problem(problem, k, previous)
+        output = windows.output(directory, k, resume, overwrite) if directory is not None else None
+        trainers.append(train(window, model, output))
+        previous = window.solution(freeze(model))
+        solutions.append(previous)
+    return Marching(problem, windows, solutions, trainers, tf.as_dtype(model.weights[0].dtype))
+
+
+def restore_marching(problem: Problem, model: keras.Model, windows: TimeWindows, directory: str) -> Marching:
+    """The trained solution of the time-marching run in ``directory``, from each window's newest
+    readable checkpoint (nothing is trained or written).
+
+    Raises:
+      FileNotFoundError: a window has no readable checkpoint (the run did not get that far).
+    """
+    solutions, previous = [], None
+    for k in range(windows.count):
+        window = windows.problem(problem, k, previous)
+        prefixes = [prefix for _, prefix in checkpoint_files(os.path.join(directory, f"window-{k}"))]
+        for prefix in prefixes:
+            try:
+                tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
+                break
+            except Exception:  # noqa: BLE001, S112 - an unreadable checkpoint: try the one before
+                continue
+        else:
+            raise FileNotFoundError(
+                f"restore_marching: window {k} in {directory}/window-{k} has no readable checkpoint; the run has not "
+                f"trained it yet (resume the run)."
+            )
+        previous = window.solution(freeze(model))
+        solutions.append(previous)
+    return Marching(problem, windows, solutions, [], tf.as_dtype(model.weights[0].dtype))

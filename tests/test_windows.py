@@ -1,0 +1,132 @@
+"""Time-marching (hodiff.pinn.windows): window problems, hard initial conditions across windows,
+causal weights inside a window, training under XLA, resume after a kill mid-window, restore."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hodiff import pinn
+from hodiff.pinn.callbacks import Callback
+
+DOMAIN = pinn.Interval("x", 0.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
+
+
+def heat(causal=None, conditions=()):
+    return pinn.Problem(
+        DOMAIN,
+        needs=("u_t", "u_xx"),
+        residual=lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"],
+        conditions=list(conditions),
+        causal=causal,
+    )
+
+
+def hard_boundary(x, outputs, start, previous):
+    """u = previous + (t - start) x (1 - x) N: the initial and the boundary conditions both hard."""
+    return previous + ((x["t"] - start) * x["x"] * (1.0 - x["x"]))[:, None] * outputs
+
+
+WINDOWS = pinn.TimeWindows(2, initial=lambda x: tf.sin(np.pi * x["x"]), transform=hard_boundary)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_each_window_starts_exactly_where_the_window_before_ends(dtype):
+    model = pinn.mlp(DOMAIN, width=8, depth=2, dtype=dtype, seed=1)
+    windows = pinn.TimeWindows(3, initial=lambda x: tf.sin(np.pi * x["x"]), transform=hard_boundary)
+    assert windows.bounds(DOMAIN) == [(0.0, 1 / 3), (1 / 3, 2 / 3), (2 / 3, 1.0)]
+    x = np.linspace(0.0, 1.0, 7)
+    previous, solutions = None, []
+    for k, (start, end) in enumerate(windows.bounds(DOMAIN)):
+        window = windows.problem(heat(), k, previous)
+        assert window.domain.bounds == {"x": (0.0, 1.0), "t": (start, end)} and DOMAIN.bounds["t"] == (0.0, 1.0)
+        points = window.domain.sample_interior(16)
+        assert points[:, 1].min() >= start and points[:, 1].max() <= end
+        model.set_weights([w + 0.1 * (k + 1) for w in model.get_weights()])  # another network in every window
+        previous = window.solution(pinn.windows.freeze(model))
+        solutions.append(previous)
+    at = lambda t: tf.constant(np.stack([x, np.full_like(x, t)], 1), dtype)  # noqa: E731
+    tolerance = 1e-12 if dtype == "float64" else 1e-6
+    np.testing.assert_allclose(solutions[0](at(0.0)).numpy()[:, 0], np.sin(np.pi * x), atol=tolerance)
+    for k in (1, 2):
+        start = k / 3
+        before, after = solutions[k - 1](at(start)).numpy(), solutions[k](at(start)).numpy()
+        np.testing.assert_allclose(after, before, rtol=0, atol=tolerance)
+        assert np.abs(solutions[k](at(start + 0.2)).numpy() - before).max() > 1e-3  # the window's own network
+    marching = pinn.Marching(heat(), windows, solutions, dtype=tf.as_dtype(dtype))
+    times = np.array([0.0, 0.3, 1 / 3, 0.5, 0.9, 1.0])
+    predicted = marching.predict(np.stack([np.full(6, 0.4), times], 1))
+    assert list(windows.index(DOMAIN, times)) == [0, 0, 1, 1, 2, 2]
+    for i, k in enumerate(windows.index(DOMAIN, times)):
+        expected = solutions[k](tf.constant([[0.4, times[i]]], dtype)).numpy()[0]
+        np.testing.assert_allclose(predicted[i], expected, atol=tolerance)
+
+
+def test_causal_weights_act_inside_each_window():
+    causal = pinn.CausalWeights(epsilon=2.0, bins=4)
+    window = WINDOWS.problem(heat(causal), 1, lambda points: tf.zeros_like(points[:, :1]))
+    t = np.linspace(0.5, 1.0, 400, endpoint=False)
+    points = tf.constant(np.stack([np.full_like(t, 0.5), t], 1))
+    mean = causal.weighted_mean(tf.ones(400, tf.float64), points, window.domain)
+    # every one of the 4 bins of [0.5, 1] holds points: weights exp(-2 k), k = 0..3 (on [0, 1] two bins would be empty)
+    np.testing.assert_allclose(float(mean), np.mean(np.exp(-2.0 * np.arange(4))), rtol=1e-12)
+
+
+DECAY = pinn.Problem(DOMAIN, needs=("u", "u_t"), residual=lambda d, x, p: d["u_t"] + d["u"])  # first order: fast
+
+
+class Kill(Callback):
+    """Raises at Adam step ``step`` of window ``window`` (a kill)."""
+
+    def __init__(self, window, step):
+        self.window, self.step = window, step
+
+    def on_chunk_end(self, trainer, step):
+        if trainer.settings.get("time_window", {}).get("index") == self.window and step == self.step:
+            raise KeyboardInterrupt
+
+
+def march(directory, resume=False, kill=None):
+    def train(problem, model, output):
+        trainer = pinn.Trainer(
+            pinn.TrainingData(problem, interior=32, seed=3),
+            model,
+            learning_rate=1e-2,
+            schedule=pinn.Schedule(steps_per_call=10, log_every=10, checkpoint_every=10, progress=False),
+            output=output,
+            callbacks=[kill] if kill else [],
+        )
+        trainer.adam(20)
+        return trainer
+
+    model = pinn.mlp(DOMAIN, width=8, depth=2, seed=2)
+    return pinn.time_marching(DECAY, model, WINDOWS, train, str(directory), resume=resume)
+
+
+def test_a_run_killed_mid_window_resumes_exactly_and_restores_for_evaluation(tmp_path):
+    full = march(tmp_path / "full")
+    with pytest.raises(KeyboardInterrupt):
+        march(tmp_path / "part", kill=Kill(window=1, step=10))
+    resumed = march(tmp_path / "part", resume=True)
+    strip = lambda rows: [{k: v for k, v in row.items() if k != "seconds"} for row in rows]  # noqa: E731
+    assert strip(resumed.history) == strip(full.history)
+    assert [(r["window"], r["step"]) for r in full.history] == [(0, 10), (0, 20), (1, 30), (1, 40)]
+    points = DOMAIN.sample_interior(50, seed=9)
+    np.testing.assert_array_equal(resumed.predict(points), full.predict(points))
+    restored = pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2, seed=5), WINDOWS, str(tmp_path / "full"))
+    np.testing.assert_array_equal(restored.predict(points), full.predict(points))
+    with pytest.raises(FileNotFoundError, match="window 0 .* has no readable checkpoint"):
+        pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "none"))
+
+
+def test_bad_windows_are_named():
+    with pytest.raises(ValueError, match="Initial conditions \\['initial'\\]"):
+        WINDOWS.problem(heat(conditions=[pinn.Initial(0.0, count=4)]), 0)
+    with pytest.raises(ValueError, match="window k=2 is not in 0 .. 1"):
+        WINDOWS.problem(heat(), 2, lambda p: p)
+    with pytest.raises(ValueError, match="give previous"):
+        WINDOWS.problem(heat(), 1)
+    with pytest.raises(ValueError, match="count"):
+        pinn.TimeWindows(0, initial=lambda x: x["x"])
+    steady = pinn.Problem(pinn.Interval("x", 0.0, 1.0), needs=("u_xx",), residual=lambda d, x, p: d["u_xx"])
+    with pytest.raises(ValueError, match="no time coordinate"):
+        WINDOWS.problem(steady, 0)
