@@ -9,7 +9,8 @@ call (or any ``f(params, x)``) for :func:`hodiff.meta.inner_loop` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import keras
@@ -34,7 +35,9 @@ class FunctionalModel:
         running averages updated by inner steps on support sets would be wrong for every other
         task; ``True`` normalises with the statistics of the batch being evaluated at every
         inner step and at the query (the transductive setting of Finn et al. 2017), and never
-        updates the running averages.
+        updates the running averages. The batch variance is differentiated exactly, through
+        its mean too: Keras' layer (``tf.nn.moments``) holds the mean constant there, which
+        leaves first derivatives unchanged but makes second-order meta-gradients wrong.
 
     Example:
       ```python
@@ -112,9 +115,46 @@ def _stateless_function(model: keras.Model, training: bool) -> Callable[[Sequenc
     """``f(params, x)``: ``model`` run on ``params`` and its current non-trainable values, which
     ``stateless_call`` never writes back."""
 
+    normalizations = [layer for layer in model._flatten_layers() if isinstance(layer, _RUNNING_STATISTICS)]
+
     def function(params, x):
         non_trainable = [tf.convert_to_tensor(v) for v in model.non_trainable_variables]
-        outputs, _ = model.stateless_call(list(params), non_trainable, x, training=training)
+        with _exact_moments(normalizations if training else []):
+            outputs, _ = model.stateless_call(list(params), non_trainable, x, training=training)
         return outputs
 
     return function
+
+
+@contextlib.contextmanager
+def _exact_moments(layers: Sequence[keras.layers.Layer]) -> Iterator[None]:
+    """While open, ``layers`` (BatchNormalization) compute the batch variance as
+    ``mean((x - mean(x))**2)`` with the mean differentiated too.
+
+    ``tf.nn.moments``, which Keras' layer calls, computes the same values but holds the mean
+    constant inside the variance (``stop_gradient``): the gradient is still exact (the centred
+    values sum to zero), but the derivative of that gradient misses the mean's term, so
+    second-order MAML through batch statistics was off by O(1) (against JAX and finite
+    differences). Masked and synchronised layers keep Keras' own computation.
+    """
+    patched = []
+    for layer in layers:
+        original = getattr(layer, "_moments", None)
+        axes = getattr(layer, "_reduction_axes", None)
+        if original is None or axes is None or getattr(layer, "synchronized", False):
+            continue
+
+        def moments(inputs, mask, original=original, axes=tuple(axes)):
+            if mask is not None:
+                return original(inputs, mask)
+            mean = tf.reduce_mean(inputs, list(axes), keepdims=True)
+            variance = tf.reduce_mean(tf.square(inputs - mean), list(axes))
+            return tf.squeeze(mean, list(axes)), variance
+
+        layer._moments = moments
+        patched.append(layer)
+    try:
+        yield
+    finally:
+        for layer in patched:
+            del layer._moments  # the class's method again
