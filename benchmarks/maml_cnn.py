@@ -219,7 +219,7 @@ def run_cnn(args, peers: bool) -> tuple[dict, list[str]]:
         results["configurations"][name] = entry
         rate = entry["iterations_per_second"]
         memory = entry.get("peak_memory_bytes", {})
-        megabytes = lambda route: f"{memory[route] / 2**20:.0f}" if memory.get(route) is not None else "-"
+        megabytes = lambda route, memory=memory: f"{memory[route] / 2**20:.0f}" if memory.get(route) else "-"
         jax_rate = f"{rate['JAX']:.3f}" if "JAX" in rate else "-"
         ratio = f"{entry['hodiff_over_jax']:.2f}x" if "hodiff_over_jax" in entry else "-"
         lines.append(

@@ -154,8 +154,10 @@ def main(argv=None) -> int:
         args.cnn_memory = {
             (int(item.split("-")[0]), item.split("-")[1] == "first") for item in args.cnn_memory.split(",") if item
         }
-    except (ValueError, IndexError):
-        raise SystemExit(f"--cnn-memory: expected STEPS-ORDER items such as 5-second,1-first, got {args.cnn_memory!r}")
+    except (ValueError, IndexError) as error:
+        raise SystemExit(
+            f"--cnn-memory: expected STEPS-ORDER items such as 5-second,1-first, got {args.cnn_memory!r}"
+        ) from error
     if args.device and "GPU" in args.device.upper():  # TensorFlow and JAX share the GPU: neither takes all of it
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         for gpu in tf.config.list_physical_devices("GPU"):
