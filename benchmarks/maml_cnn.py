@@ -196,7 +196,7 @@ def run_cnn(args, peers: bool) -> tuple[dict, list[str]]:
     from benchmarks.timing import interleaved_median_seconds, run_in_child
 
     tasks, filters, size = args.cnn_tasks, args.cnn_filters, 28
-    configs = CONFIGS[:1] if args.quick else CONFIGS
+    configs = CONFIGS[: args.cnn_configs]
     results: dict = {"tasks": tasks, "filters": filters, "queries_per_class": QUERIES, "configurations": {}}
     lines = [
         f"| configuration ({tasks} tasks, {filters} filters) | hodiff it/s | JAX it/s | hodiff / JAX "
@@ -211,7 +211,7 @@ def run_cnn(args, peers: bool) -> tuple[dict, list[str]]:
         if "JAX" in seconds:
             entry["hodiff_over_jax"] = seconds["JAX"] / seconds["hodiff"]
         steps, first_order = config[1], config[2]
-        if (steps, first_order) in args.cnn_memory and not args.quick:
+        if (steps, first_order) in args.cnn_memory and (not args.quick or args.cnn_peers):
             entry["peak_memory_bytes"] = {
                 route: run_in_child(peak_memory, (route, config, tasks, filters, size, args.device), 1200)
                 for route in seconds

@@ -32,6 +32,7 @@ no more peak memory than JAX for 5-step second-order MAML.
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -140,16 +141,23 @@ def main(argv=None) -> int:
         parser.add_argument("--cnn-filters", type=int, default=None, help="CNN filters (default 64; --quick 8)")
         parser.add_argument("--cnn-repeats", type=int, default=None, help="timed CNN calls (default 3; --quick 1)")
         parser.add_argument(
+            "--cnn-configs", type=int, default=None, help="how many CNN settings (default 8; --quick 1)"
+        )
+        parser.add_argument(
             "--cnn-memory",
             default="5-second",
             help="CNN settings whose peak memory is measured: comma-separated STEPS-ORDER, e.g. 5-second,1-first",
         )
-        parser.add_argument("--cnn-peers", action="store_true", help="time JAX on the CNN with --quick too")
+        parser.add_argument(
+            "--cnn-peers", action=argparse.BooleanOptionalAction, default=None, help="time JAX on the CNN (--quick: no)"
+        )
 
     args = suite_arguments("meta", __doc__.splitlines()[0], 7, RESULTS, argv, extra)
     args.cnn_tasks = args.cnn_tasks or (2 if args.quick else 32)
     args.cnn_filters = args.cnn_filters or (8 if args.quick else 64)
     args.cnn_repeats = args.cnn_repeats or (1 if args.quick else 3)
+    args.cnn_configs = args.cnn_configs or (1 if args.quick else 8)
+    args.cnn_peers = not args.quick if args.cnn_peers is None else args.cnn_peers
     try:
         args.cnn_memory = {
             (int(item.split("-")[0]), item.split("-")[1] == "first") for item in args.cnn_memory.split(",") if item
@@ -201,7 +209,7 @@ def run(args) -> int:
     if args.part in ("all", "cnn"):
         from benchmarks.maml_cnn import run_cnn
 
-        cnn, cnn_lines = run_cnn(args, peers=not args.quick or args.cnn_peers)
+        cnn, cnn_lines = run_cnn(args, peers=bool(args.cnn_peers))
         results["cnn"] = cnn
         if "jax" not in results["machine"]:
             results["machine"] = machine(**_jax_version())
