@@ -7,7 +7,7 @@ import tensorflow as tf
 from helpers import meta_cnn
 
 from hodiff.checks import in_mode
-from hodiff.meta import FunctionalModel, MetaLearner
+from hodiff.meta import FewShotTasks, FunctionalModel, MetaLearner, synthetic_characters
 from pinn_examples.maml_omniglot import cross_entropy
 
 STEPS, ALPHA = 2, 0.4
@@ -97,3 +97,13 @@ def test_cnn_meta_gradient_matches_jax(dtype, tolerance):
         loss, grads = hodiff_gradient(model, batch, first_order, steps=1)
         assert abs(float(loss) - float(jax_loss)) < tolerance * abs(float(jax_loss))
         assert meta_cnn.relative_error(grads, jax_grads) < tolerance, (dtype, first_order)
+
+
+def test_meta_steps_on_new_task_batches_do_not_retrace():
+    model, _ = meta_cnn.small_case("float32")
+    learner = MetaLearner(
+        FunctionalModel(model, batch_statistics=True), cross_entropy, inner_learning_rate=ALPHA, jit_compile=False
+    )
+    tasks = FewShotTasks(synthetic_characters(classes=8, size=16), ways=3, shots=1, queries=2)
+    losses = [float(learner.meta_step(*tasks.sample(2, seed=seed))["loss"]) for seed in range(3)]
+    assert learner.step._compiled.experimental_get_tracing_count() == 1 and len(set(losses)) == 3
