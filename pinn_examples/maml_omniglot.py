@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     parser.add_argument("--filters", type=number(int, positive=True), default=None)
     parser.add_argument("--classes", type=number(int, positive=True), default=None, help="synthetic classes")
     parser.add_argument("--held-out", type=float, default=0.2, help="share of the classes held out for --evaluate")
-    parser.add_argument("--eval-tasks", type=number(int, positive=True), default=None)
+    parser.add_argument("--eval-tasks", type=number(int), default=None, help="held-out tasks to score (0: none)")
     parser.add_argument("--eval-steps", type=number(int, positive=True), default=3)
     parser.add_argument("--checkpoint-every", type=number(int, positive=True), default=100)
     parser.add_argument("--log-every", type=number(int, positive=True), default=50)
@@ -213,6 +213,9 @@ def main(argv=None) -> int:
                     f"iteration {step + 1}/{args.iterations}: query loss {float(out['loss']):.4f}, "
                     f"{rate:.2f} it/s, about {(args.iterations - step - 1) / rate:.0f} s left"
                 )
+    if not args.eval_tasks:
+        log(f"maml_omniglot: trained to iteration {int(iteration.numpy())}; --eval-tasks 0, so no evaluation")
+        return 0
     metrics = accuracy(learner, test_tasks, args.eval_tasks, args.meta_batch, args.eval_steps, args.seed)
     metrics.update(iteration=int(iteration.numpy()), settings=settings)
     with open(os.path.join(args.output, "metrics.json"), "w") as file:

@@ -23,18 +23,21 @@ def weights(output):
 def test_fast_preset_trains_evaluates_and_resumes_where_it_was_killed(tmp_path, capsys):
     killed, whole = str(tmp_path / "killed"), str(tmp_path / "whole")
     fast = ["--preset", "fast", "--checkpoint-every", "1", "--log-every", "1"]
-    assert main([*fast, "--iterations", "2", "--output", killed]) == 0  # stopped after iteration 2 of 4
+    assert main([*fast, "--iterations", "2", "--output", killed, "--eval-tasks", "0"]) == 0  # "killed" at 2 of 4
     assert "iteration 2/2" in capsys.readouterr().out
     assert main([*fast, "--iterations", "4", "--output", killed, "--resume"]) == 0
     out = capsys.readouterr().out
     assert "restored iteration 2" in out and "iteration 3/4" in out and "iteration 1/4" not in out
-    assert main([*fast, "--iterations", "4", "--output", whole, "--no-progress"]) == 0
+    assert main([*fast, "--iterations", "4", "--output", whole, "--no-progress", "--eval-tasks", "0"]) == 0
     resumed, uninterrupted = weights(killed), weights(whole)
     assert sum("_trainable_variables" in name for name in resumed) == 18 and resumed.keys() == uninterrupted.keys()
     assert all(np.array_equal(resumed[name], uninterrupted[name]) for name in resumed)
     metrics = json.loads((tmp_path / "killed" / "metrics.json").read_text())
     assert metrics["iteration"] == 4 and metrics["tasks"] == 4 and 0.0 <= metrics["accuracy"] <= 1.0
-    assert metrics == json.loads((tmp_path / "whole" / "metrics.json").read_text())
+    assert not (tmp_path / "whole" / "metrics.json").exists()
+    (tmp_path / "killed" / "metrics.json").unlink()
+    assert main(["--preset", "fast", "--output", killed, "--evaluate"]) == 0  # reads the run, trains nothing
+    assert json.loads((tmp_path / "killed" / "metrics.json").read_text()) == metrics
     with pytest.raises(SystemExit, match="other settings"):
         main([*fast, "--output", killed, "--resume", "--shots", "2"])
     with pytest.raises(SystemExit, match="already holds a run"):
