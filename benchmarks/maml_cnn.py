@@ -115,7 +115,7 @@ def hodiff_learner(model: keras.Model, steps: int, first_order: bool):
         inner_steps=steps,
         inner_learning_rate=ALPHA,
         outer_optimizer=keras.optimizers.Adam(1e-3),
-        jit_compile=first_order,
+        jit_compile=True,
     )
 
 

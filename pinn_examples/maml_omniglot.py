@@ -35,8 +35,8 @@ import tensorflow as tf
 from pinn_examples._runner import SEED_MAX, number
 
 PRESETS = {
-    "default": {"iterations": 1000, "meta_batch": 32, "filters": 64, "classes": 200, "eval_tasks": 200},
-    "fast": {"iterations": 4, "meta_batch": 2, "filters": 8, "classes": 30, "eval_tasks": 4},
+    "default": {"iterations": 1000, "meta_batch": 32, "filters": 64, "classes": 200, "eval_tasks": 200, "xla": True},
+    "fast": {"iterations": 4, "meta_batch": 2, "filters": 8, "classes": 30, "eval_tasks": 4, "xla": False},
 }
 SETTINGS = ("ways", "shots", "queries", "inner_steps", "inner_lr", "first_order", "meta_batch", "filters", "seed")
 SETTINGS += ("data", "classes", "held_out")
@@ -105,7 +105,7 @@ def make_learner(args: argparse.Namespace):
         inner_steps=args.inner_steps,
         inner_learning_rate=args.inner_lr,
         outer_optimizer=keras.optimizers.Adam(1e-3),
-        jit_compile=args.first_order,  # TensorFlow's XLA gets max-pooling's second derivative wrong
+        jit_compile=args.xla,
     )
 
 
@@ -134,6 +134,9 @@ def main(argv=None) -> int:
     parser.add_argument("--inner-steps", type=number(int, positive=True), default=1)
     parser.add_argument("--inner-lr", type=number(float, positive=True), default=0.4)
     parser.add_argument("--first-order", action="store_true", help="first-order MAML (FOMAML)")
+    parser.add_argument(
+        "--xla", action=argparse.BooleanOptionalAction, default=None, help="compile with XLA (fast preset: no)"
+    )
     parser.add_argument("--iterations", type=number(int, positive=True), default=None)
     parser.add_argument("--meta-batch", type=number(int, positive=True), default=None)
     parser.add_argument("--filters", type=number(int, positive=True), default=None)

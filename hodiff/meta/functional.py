@@ -115,15 +115,52 @@ def _stateless_function(model: keras.Model, training: bool) -> Callable[[Sequenc
     """``f(params, x)``: ``model`` run on ``params`` and its current non-trainable values, which
     ``stateless_call`` never writes back."""
 
-    normalizations = [layer for layer in model._flatten_layers() if isinstance(layer, _RUNNING_STATISTICS)]
+    layers = list(model._flatten_layers())
+    normalizations = [layer for layer in layers if isinstance(layer, _RUNNING_STATISTICS)]
+    poolings = [layer for layer in layers if xla_safe_pooling(layer)]
 
     def function(params, x):
         non_trainable = [tf.convert_to_tensor(v) for v in model.non_trainable_variables]
-        with _exact_moments(normalizations if training else []):
+        with _exact_moments(normalizations if training else []), _reshaped_pooling(poolings):
             outputs, _ = model.stateless_call(list(params), non_trainable, x, training=training)
         return outputs
 
     return function
+
+
+def xla_safe_pooling(layer: Any) -> bool:
+    """Whether ``layer`` is a max-pooling that :class:`FunctionalModel` runs as a reshape and a
+    ``reduce_max``: ``MaxPooling2D`` with windows that tile the input (``strides == pool_size``,
+    ``"valid"`` padding, channels last). TensorFlow's XLA differentiates ``MaxPool`` twice wrongly
+    (``MaxPoolGradGrad``: 4% off in float32, no float64 kernel; TF 2.21); the reshaped form has
+    the same values and plain elementwise derivatives, so second-order MAML compiles correctly.
+    At exactly tied maxima its gradient is shared among the tied inputs instead of going to the
+    first one."""
+    return (
+        isinstance(layer, keras.layers.MaxPooling2D)
+        and tuple(layer.pool_size) == tuple(layer.strides)
+        and layer.padding == "valid"
+        and layer.data_format == "channels_last"
+    )
+
+
+@contextlib.contextmanager
+def _reshaped_pooling(layers: Sequence[keras.layers.Layer]) -> Iterator[None]:
+    """While open, ``layers`` (see :func:`xla_safe_pooling`) pool with a reshape and ``reduce_max``."""
+    for layer in layers:
+
+        def call(inputs, window=tuple(layer.pool_size)):
+            rows, columns = inputs.shape[1] // window[0], inputs.shape[2] // window[1]
+            tiled = inputs[:, : rows * window[0], : columns * window[1]]
+            tiled = tf.reshape(tiled, [-1, rows, window[0], columns, window[1], inputs.shape[-1]])
+            return tf.reduce_max(tiled, axis=[2, 4])
+
+        layer.call = call
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer.call  # the class's method again
 
 
 @contextlib.contextmanager
