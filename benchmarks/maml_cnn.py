@@ -102,9 +102,9 @@ def config_name(shots: int, steps: int, first_order: bool) -> str:
     return f"5-way {shots}-shot, {steps} step{'s' * (steps > 1)}, {'first' if first_order else 'second'} order"
 
 
-def hodiff_learner(model: keras.Model, steps: int, first_order: bool):
-    """hodiff's MetaLearner on the unmodified Keras CNN: XLA for first order; graph mode for
-    second order (TensorFlow's XLA gets max-pooling's second derivative wrong)."""
+def hodiff_learner(model: keras.Model, steps: int, first_order: bool, xla: bool = False):
+    """hodiff's MetaLearner on the unmodified Keras CNN, as a plain ``tf.function`` (oneDNN
+    convolutions; on 2 CPU cores TensorFlow's XLA convolutions were 20-30x slower) or with XLA."""
     from hodiff.meta import FunctionalModel, MetaLearner
     from pinn_examples.maml_omniglot import cross_entropy
 
@@ -115,7 +115,7 @@ def hodiff_learner(model: keras.Model, steps: int, first_order: bool):
         inner_steps=steps,
         inner_learning_rate=ALPHA,
         outer_optimizer=keras.optimizers.Adam(1e-3),
-        jit_compile=True,
+        jit_compile=xla,
     )
 
 
@@ -126,7 +126,7 @@ def task_batch(shots: int, tasks: int, size: int, seed: int = 0) -> list[np.ndar
     return list(FewShotTasks(images, WAYS, shots, QUERIES).sample(tasks, seed=seed))
 
 
-def candidates(config: tuple, tasks: int, filters: int, size: int, peers: bool) -> dict:
+def candidates(config: tuple, tasks: int, filters: int, size: int, peers: bool, xla: bool = False) -> dict:
     """``{route: call}`` for one configuration: hodiff's meta_step and, with ``peers``, JAX's."""
     import tensorflow as tf
 
@@ -134,7 +134,7 @@ def candidates(config: tuple, tasks: int, filters: int, size: int, peers: bool) 
 
     shots, steps, first_order = config
     batch = task_batch(shots, tasks, size)
-    learner = hodiff_learner(conv_network(WAYS, filters, size, seed=0), steps, first_order)
+    learner = hodiff_learner(conv_network(WAYS, filters, size, seed=0), steps, first_order, xla)
     tensors = [tf.constant(a) for a in batch]
     routes = {"hodiff": lambda: learner.meta_step(*tensors)["loss"]}
     if peers:
@@ -206,7 +206,8 @@ def run_cnn(args, peers: bool) -> tuple[dict, list[str]]:
     for config in configs:
         name = config_name(*config)
         print(f"== {name}", flush=True)
-        seconds = interleaved_median_seconds(candidates(config, tasks, filters, size, peers), args.cnn_repeats, 1)
+        routes = candidates(config, tasks, filters, size, peers, args.cnn_xla)
+        seconds = interleaved_median_seconds(routes, args.cnn_repeats, 1)
         entry: dict = {"iterations_per_second": {route: 1.0 / s for route, s in seconds.items()}}
         if "JAX" in seconds:
             entry["hodiff_over_jax"] = seconds["JAX"] / seconds["hodiff"]
