@@ -35,7 +35,7 @@ import tensorflow as tf
 from pinn_examples._runner import SEED_MAX, number
 
 PRESETS = {
-    "default": {"iterations": 1000, "meta_batch": 32, "filters": 64, "classes": 200, "eval_tasks": 200, "xla": True},
+    "default": {"iterations": 1000, "meta_batch": 32, "filters": 64, "classes": 200, "eval_tasks": 200, "xla": False},
     "fast": {"iterations": 4, "meta_batch": 2, "filters": 8, "classes": 30, "eval_tasks": 4, "xla": False},
 }
 SETTINGS = ("ways", "shots", "queries", "inner_steps", "inner_lr", "first_order", "meta_batch", "filters", "seed")
@@ -135,7 +135,10 @@ def main(argv=None) -> int:
     parser.add_argument("--inner-lr", type=number(float, positive=True), default=0.4)
     parser.add_argument("--first-order", action="store_true", help="first-order MAML (FOMAML)")
     parser.add_argument(
-        "--xla", action=argparse.BooleanOptionalAction, default=None, help="compile with XLA (fast preset: no)"
+        "--xla",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compile with XLA (default no: on CPUs its convolutions were 20-30x slower than oneDNN's)",
     )
     parser.add_argument("--iterations", type=number(int, positive=True), default=None)
     parser.add_argument("--meta-batch", type=number(int, positive=True), default=None)
