@@ -196,7 +196,7 @@ def run_cnn(args, peers: bool) -> tuple[dict, list[str]]:
     from benchmarks.timing import interleaved_median_seconds, run_in_child
 
     tasks, filters, size = args.cnn_tasks, args.cnn_filters, 28
-    configs = CONFIGS[: args.cnn_configs]
+    configs = CONFIGS[args.cnn_first : args.cnn_first + args.cnn_configs]
     results: dict = {"tasks": tasks, "filters": filters, "queries_per_class": QUERIES, "configurations": {}}
     lines = [
         f"| configuration ({tasks} tasks, {filters} filters) | hodiff it/s | JAX it/s | hodiff / JAX "

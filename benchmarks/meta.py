@@ -148,6 +148,7 @@ def main(argv=None) -> int:
             default="5-second",
             help="CNN settings whose peak memory is measured: comma-separated STEPS-ORDER, e.g. 5-second,1-first",
         )
+        parser.add_argument("--cnn-first", type=int, default=0, help="index of the first CNN setting to run")
         parser.add_argument("--cnn-xla", action="store_true", help="compile hodiff's CNN step with XLA")
         parser.add_argument(
             "--cnn-peers", action=argparse.BooleanOptionalAction, default=None, help="time JAX on the CNN (--quick: no)"
