@@ -15,13 +15,24 @@ query points, one inner step with alpha = 0.01, Adam meta-optimizer. Routes:
   ``jax.jit`` of a ``lax.scan`` over the same ``k`` iterations (``--steps-per-call``, default
   100), each iteration on its own task batch stacked along a leading axis; time per iteration.
 
+Then Finn et al.'s Omniglot CNN (``--part cnn``; :mod:`benchmarks.maml_cnn`): 4 blocks of 64
+3x3 filters, BatchNorm (batch statistics), ReLU, 2x2 max-pooling, a dense 5-way head on 28x28x1
+images; 5-way 1-shot and 5-shot with 15 queries per class, meta-batch 32, inner learning rate
+0.4, 1 and 5 inner steps, second and first order, outer Adam: hodiff's ``MetaLearner`` on the
+unmodified Keras model against JAX (``lax.conv_general_dilated``, ``vmap`` over tasks, ``jit``,
+optax Adam) from the same initial weights, one call per meta-iteration each, and the peak memory
+of the configurations ``--cnn-memory`` names, each side in a fresh process.
+
 Writes ``benchmarks/results/meta.json`` and prints a Markdown table. Targets: hodiff at least 3x
 the iterations per second of plain eager, and (issue 12) at least 1.5x JAX, compared like with
-like (one call per iteration each, or ``k`` iterations per call each).
+like (one call per iteration each, or ``k`` iterations per call each); (issue 24) at least 1.2x
+JAX on the CNN in every configuration, 1.0x on the sinusoid with one call per iteration, and
+no more peak memory than JAX for 5-step second-order MAML.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -125,8 +136,42 @@ JAX_MANY = "JAX (jax.jit + lax.scan of {k} iterations, vmap over tasks)"
 def main(argv=None) -> int:
     def extra(parser):
         parser.add_argument("--steps-per-call", type=int, default=100, help="meta-iterations per compiled call")
+        parser.add_argument("--part", choices=("all", "sinusoid", "cnn"), default="all", help="which benchmarks")
+        parser.add_argument("--cnn-tasks", type=int, default=None, help="CNN meta-batch (default 32; --quick 2)")
+        parser.add_argument("--cnn-filters", type=int, default=None, help="CNN filters (default 64; --quick 8)")
+        parser.add_argument("--cnn-repeats", type=int, default=None, help="timed CNN calls (default 3; --quick 1)")
+        parser.add_argument(
+            "--cnn-configs", type=int, default=None, help="how many CNN settings (default 8; --quick 1)"
+        )
+        parser.add_argument(
+            "--cnn-memory",
+            default="5-second",
+            help="CNN settings whose peak memory is measured: comma-separated STEPS-ORDER, e.g. 5-second,1-first",
+        )
+        parser.add_argument("--cnn-first", type=int, default=0, help="index of the first CNN setting to run")
+        parser.add_argument("--cnn-xla", action="store_true", help="compile hodiff's CNN step with XLA")
+        parser.add_argument(
+            "--cnn-peers", action=argparse.BooleanOptionalAction, default=None, help="time JAX on the CNN (--quick: no)"
+        )
 
     args = suite_arguments("meta", __doc__.splitlines()[0], 7, RESULTS, argv, extra)
+    args.cnn_tasks = args.cnn_tasks or (2 if args.quick else 32)
+    args.cnn_filters = args.cnn_filters or (8 if args.quick else 64)
+    args.cnn_repeats = args.cnn_repeats or (1 if args.quick else 3)
+    args.cnn_configs = args.cnn_configs or (1 if args.quick else 8)
+    args.cnn_peers = not args.quick if args.cnn_peers is None else args.cnn_peers
+    try:
+        args.cnn_memory = {
+            (int(item.split("-")[0]), item.split("-")[1] == "first") for item in args.cnn_memory.split(",") if item
+        }
+    except (ValueError, IndexError) as error:
+        raise SystemExit(
+            f"--cnn-memory: expected STEPS-ORDER items such as 5-second,1-first, got {args.cnn_memory!r}"
+        ) from error
+    if args.device and "GPU" in args.device.upper():  # TensorFlow and JAX share the GPU: neither takes all of it
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        for gpu in tf.config.list_physical_devices("GPU"):
+            tf.config.experimental.set_memory_growth(gpu, True)
     with on_device(args.device):
         return run(args)
 
@@ -158,6 +203,32 @@ def learner(steps_per_call: int = 1, vectorize: bool = True) -> MetaLearner:
 
 
 def run(args) -> int:
+    results: dict = {"machine": machine()}
+    lines: list[str] = []
+    if args.part in ("all", "sinusoid"):
+        sinusoid, lines = run_sinusoid(args)
+        results.update(sinusoid)
+    if args.part in ("all", "cnn"):
+        from benchmarks.maml_cnn import run_cnn
+
+        cnn, cnn_lines = run_cnn(args, peers=bool(args.cnn_peers))
+        results["cnn"] = cnn
+        if "jax" not in results["machine"]:
+            results["machine"] = machine(**_jax_version())
+        lines += (["", ""] if lines else []) + cnn_lines
+    report(results, "\n".join(lines), args.output)
+    return 0
+
+
+def _jax_version() -> dict:
+    try:
+        import jax
+    except ImportError:
+        return {}
+    return {"jax": jax.__version__}
+
+
+def run_sinusoid(args) -> tuple[dict, list[str]]:
     rng = np.random.default_rng(0)
     batch = [tf.constant(a) for a in sample_tasks(rng, 25, 10, 10)[:4]]
     k = args.steps_per_call
@@ -211,8 +282,7 @@ def run(args) -> int:
             f"hodiff / JAX, one call per iteration: {results['vectorised_over_jax']:.2f}x; {k} iterations per call "
             f"(hodiff steps_per_call, JAX lax.scan): {results['many_per_call_over_jax_scan']:.2f}x.",
         ]
-    report(results, "\n".join(lines), args.output)
-    return 0
+    return results, lines
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ EXAMPLES = (
     "laplace_holes",
     "laplacian_check",
     "lid_driven_cavity",
+    "maml_omniglot",
     "maml_pinn",
     "maml_sinusoid",
     "ns2d_cg",

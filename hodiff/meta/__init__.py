@@ -4,7 +4,8 @@
 - :mod:`hodiff.meta.inner`: :func:`inner_loop`, differentiable inner steps unrolled in Python;
 - :mod:`hodiff.meta.optimizers`: the inner optimisers (SGD, momentum, Adam) as pure functions;
 - :mod:`hodiff.meta.learner`: :class:`MetaLearner`, the compiled meta-training step;
-- :mod:`hodiff.meta.vectorized`: every task of a batch at once for a stack of ``Dense`` layers.
+- :mod:`hodiff.meta.vectorized`: every task of a batch at once for a stack of ``Dense`` layers;
+- :mod:`hodiff.meta.tasks`: N-way K-shot tasks from images grouped by class (Omniglot's layout).
 
 Example:
   ```python
@@ -20,11 +21,12 @@ Example:
   ```
 """
 
-from hodiff.meta import functional, inner, learner, optimizers, vectorized
+from hodiff.meta import functional, inner, learner, optimizers, tasks, vectorized
 from hodiff.meta.functional import FunctionalModel
 from hodiff.meta.inner import inner_loop
 from hodiff.meta.learner import META_VARIANTS, MetaEvaluation, MetaLearner
 from hodiff.meta.optimizers import INNER_OPTIMIZERS, InnerAdam, InnerMomentum, InnerOptimizer, InnerSGD
+from hodiff.meta.tasks import FewShotTasks, split_classes, synthetic_characters
 
 __all__ = [
     "FunctionalModel",
@@ -37,9 +39,13 @@ __all__ = [
     "InnerSGD",
     "InnerMomentum",
     "InnerAdam",
+    "FewShotTasks",
+    "split_classes",
+    "synthetic_characters",
     "functional",
     "inner",
     "learner",
     "optimizers",
+    "tasks",
     "vectorized",
 ]

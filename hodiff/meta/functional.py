@@ -37,7 +37,10 @@ class FunctionalModel:
         running averages updated by inner steps on support sets would be wrong for every other
         task; ``True`` normalises with the statistics of the batch being evaluated at every
         inner step and at the query (the transductive setting of Finn et al. 2017), and never
-        updates the running averages. Dropout stays off unless ``dropout=True``.
+        updates the running averages. The batch variance is differentiated exactly, through
+        its mean too: Keras' layer (``tf.nn.moments``) holds the mean constant there, which
+        leaves first derivatives unchanged but makes second-order meta-gradients wrong.
+        Dropout stays off unless ``dropout=True``.
       dropout: for models with Dropout layers (``Dropout``, ``SpatialDropout*``,
         ``GaussianDropout``, ``AlphaDropout``): ``False`` (default) runs them in inference mode
         (inactive, with a warning when the model has any); ``True`` drops units at every inner
@@ -142,10 +145,14 @@ def _stateless_function(
     seeds = {id(layer.seed_generator.state) for layer in active}
     written = [i for i, v in enumerate(model.non_trainable_variables) if id(v) in seeds]
 
+    layers = list(model._flatten_layers())
+    normalizations = [layer for layer in layers if isinstance(layer, _RUNNING_STATISTICS)]
+    poolings = [layer for layer in layers if xla_safe_pooling(layer)]
+
     def function(params, x):
         variables = model.non_trainable_variables
         non_trainable = [tf.convert_to_tensor(v) for v in variables]
-        with _inactive(held):
+        with _inactive(held), _exact_moments(normalizations if batch_statistics else []), _reshaped_pooling(poolings):
             outputs, updated = model.stateless_call(list(params), non_trainable, x, training=training)
         for i in written:
             variables[i].assign(updated[i])
@@ -165,3 +172,72 @@ def _inactive(layers: list) -> Iterator[None]:
     finally:
         for layer, rate in zip(layers, rates):
             layer.rate = rate
+
+
+def xla_safe_pooling(layer: Any) -> bool:
+    """Whether ``layer`` is a max-pooling that :class:`FunctionalModel` runs as a reshape and a
+    ``reduce_max``: ``MaxPooling2D`` with windows that tile the input (``strides == pool_size``,
+    ``"valid"`` padding, channels last). TensorFlow's XLA differentiates ``MaxPool`` twice wrongly
+    (``MaxPoolGradGrad``: 4% off in float32, no float64 kernel; TF 2.21); the reshaped form has
+    the same values and plain elementwise derivatives, so second-order MAML compiles correctly.
+    At exactly tied maxima its gradient is shared among the tied inputs instead of going to the
+    first one."""
+    return (
+        isinstance(layer, keras.layers.MaxPooling2D)
+        and tuple(layer.pool_size) == tuple(layer.strides)
+        and layer.padding == "valid"
+        and layer.data_format == "channels_last"
+    )
+
+
+@contextlib.contextmanager
+def _reshaped_pooling(layers: Sequence[keras.layers.Layer]) -> Iterator[None]:
+    """While open, ``layers`` (see :func:`xla_safe_pooling`) pool with a reshape and ``reduce_max``."""
+    for layer in layers:
+
+        def call(inputs, window=tuple(layer.pool_size)):
+            rows, columns = inputs.shape[1] // window[0], inputs.shape[2] // window[1]
+            tiled = inputs[:, : rows * window[0], : columns * window[1]]
+            tiled = tf.reshape(tiled, [-1, rows, window[0], columns, window[1], inputs.shape[-1]])
+            return tf.reduce_max(tiled, axis=[2, 4])
+
+        layer.call = call
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer.call  # the class's method again
+
+
+@contextlib.contextmanager
+def _exact_moments(layers: Sequence[keras.layers.Layer]) -> Iterator[None]:
+    """While open, ``layers`` (BatchNormalization) compute the batch variance as
+    ``mean((x - mean(x))**2)`` with the mean differentiated too.
+
+    ``tf.nn.moments``, which Keras' layer calls, computes the same values but holds the mean
+    constant inside the variance (``stop_gradient``): the gradient is still exact (the centred
+    values sum to zero), but the derivative of that gradient misses the mean's term, so
+    second-order MAML through batch statistics was off by O(1) (against JAX and finite
+    differences). Masked and synchronised layers keep Keras' own computation.
+    """
+    patched = []
+    for layer in layers:
+        original = getattr(layer, "_moments", None)
+        axes = getattr(layer, "_reduction_axes", None)
+        if original is None or axes is None or getattr(layer, "synchronized", False):
+            continue
+
+        def moments(inputs, mask, original=original, axes=tuple(axes)):
+            if mask is not None:
+                return original(inputs, mask)
+            mean = tf.reduce_mean(inputs, list(axes), keepdims=True)
+            variance = tf.reduce_mean(tf.square(inputs - mean), list(axes))
+            return tf.squeeze(mean, list(axes)), variance
+
+        layer._moments = moments
+        patched.append(layer)
+    try:
+        yield
+    finally:
+        for layer in patched:
+            del layer._moments  # the class's method again

@@ -42,7 +42,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hodiff.meta.functional import FunctionalModel
+from hodiff.meta.functional import FunctionalModel, xla_safe_pooling
 from hodiff.meta.inner import check_steps, inner_loop, unroll
 from hodiff.meta.optimizers import InnerOptimizer, inner_optimizer
 from hodiff.meta.vectorized import batched_dense_stack, map_pairs
@@ -106,6 +106,9 @@ class MetaLearner(tf.Module):
         all on the last).
       recompute: recompute inner steps in the backward pass (``tf.recompute_grad``).
       jit_compile: compile the meta-step (and :meth:`evaluate`, :meth:`predict`) with XLA.
+        Second-order variants of models with max-pooling layers other than non-overlapping
+        2D ones (which :class:`FunctionalModel` rewrites) need ``False``: TensorFlow's XLA gets
+        max-pooling's second derivative wrong (an error says so).
       inner_optimizer: ``"sgd"`` (default), ``"momentum"``, ``"adam"`` or an
         :class:`InnerOptimizer` instance: the differentiable optimiser of the inner steps; the
         variant's (learned) rates scale its directions.
@@ -159,6 +162,15 @@ class MetaLearner(tf.Module):
                 "task_objective(model, params, x, y) (e.g. a PINN residual loss)."
             )
         self.supervised = loss_fn is not None
+        pooling = _max_pooling_layers(self.functional.model)
+        if jit_compile and variant != "fomaml" and inner_steps and pooling:
+            raise ValueError(
+                f"{caller}: second-order {variant!r} through max-pooling layers {pooling} cannot be compiled with XLA: "
+                "TensorFlow's XLA differentiates max-pooling twice wrongly (the meta-gradient of Finn et al.'s CNN "
+                "was 4% off in float32, TF 2.21) and has no float64 kernel for it; hodiff rewrites only 2D pooling "
+                "whose windows tile the input (strides == pool_size, 'valid'). Pass jit_compile=False (graph "
+                "mode, exact), or variant='fomaml' (first order, fine under XLA)."
+            )
         self.loss_fn, self.task_objective = loss_fn, task_objective
         self.objective = self._task_loss
         self.inner_optimizer = _resolve_optimizer(inner_optimizer, caller)
@@ -715,6 +727,15 @@ def _divergence_hint(learner: MetaLearner, steps: int) -> str:
             f"more steps they can diverge: adapt with steps <= {learner.inner_steps})"
         )
     return " (a smaller inner learning rate or fewer steps keep the adaptation stable)"
+
+
+def _max_pooling_layers(model: Any) -> list[str]:
+    """Names of the max-pooling layers of a Keras model that XLA would differentiate twice
+    wrongly: all but those :class:`FunctionalModel` rewrites (none for a plain callable)."""
+    if not isinstance(model, keras.Model):
+        return []
+    kinds = (keras.layers.MaxPooling1D, keras.layers.MaxPooling2D, keras.layers.MaxPooling3D)
+    return [layer.name for layer in model._flatten_layers() if isinstance(layer, kinds) and not xla_safe_pooling(layer)]
 
 
 def _resolve_optimizer(spec: Any, caller: str) -> InnerOptimizer:

@@ -1,0 +1,57 @@
+"""``python -m pinn_examples maml_omniglot``: the fast preset trains, evaluates, resumes exactly; bad --data."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pinn_examples.maml_omniglot import main
+
+
+def weights(output):
+    """Every value of the newest checkpoint (the weights, Adam's moments, the iteration) by name."""
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(f"{output}/checkpoints"))
+    names = [
+        name
+        for name in reader.get_variable_to_shape_map()
+        if name not in ("save_counter/.ATTRIBUTES/VARIABLE_VALUE", "_CHECKPOINTABLE_OBJECT_GRAPH")
+    ]
+    return {name: reader.get_tensor(name) for name in names}
+
+
+def test_fast_preset_trains_evaluates_and_resumes_where_it_was_killed(tmp_path, capsys):
+    killed, whole = str(tmp_path / "killed"), str(tmp_path / "whole")
+    fast = ["--preset", "fast", "--checkpoint-every", "1", "--log-every", "1"]
+    assert main([*fast, "--iterations", "2", "--output", killed, "--eval-tasks", "0"]) == 0  # "killed" at 2 of 4
+    assert "iteration 2/2" in capsys.readouterr().out
+    assert main([*fast, "--iterations", "4", "--output", killed, "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "restored iteration 2" in out and "iteration 3/4" in out and "iteration 1/4" not in out
+    assert main([*fast, "--iterations", "4", "--output", whole, "--no-progress", "--eval-tasks", "0"]) == 0
+    resumed, uninterrupted = weights(killed), weights(whole)
+    assert sum("_trainable_variables" in name for name in resumed) == 18 and resumed.keys() == uninterrupted.keys()
+    assert all(np.array_equal(resumed[name], uninterrupted[name]) for name in resumed)
+    metrics = json.loads((tmp_path / "killed" / "metrics.json").read_text())
+    assert metrics["iteration"] == 4 and metrics["tasks"] == 4 and 0.0 <= metrics["accuracy"] <= 1.0
+    assert not (tmp_path / "whole" / "metrics.json").exists()
+    (tmp_path / "killed" / "metrics.json").unlink()
+    assert main(["--preset", "fast", "--output", killed, "--evaluate"]) == 0  # reads the run, trains nothing
+    assert json.loads((tmp_path / "killed" / "metrics.json").read_text()) == metrics
+    with pytest.raises(SystemExit, match="other settings"):
+        main([*fast, "--output", killed, "--resume", "--shots", "2"])
+    with pytest.raises(SystemExit, match="already holds a run"):
+        main([*fast, "--output", killed])
+
+
+def test_bad_data_files_are_refused_with_the_layout(tmp_path):
+    wrong_shape, wrong_key = tmp_path / "shape.npz", tmp_path / "key.npz"
+    np.savez(wrong_shape, images=np.zeros((10, 20, 32, 32), np.uint8))
+    np.savez(wrong_key, pixels=np.zeros((10, 20, 28, 28), np.uint8))
+    for path, message in (
+        (wrong_shape, r"\(classes, examples, 28, 28\)"),
+        (wrong_key, "not 'images'"),
+        (tmp_path / "missing.npz", "no file"),
+    ):
+        with pytest.raises(SystemExit, match=message):
+            main(["--preset", "fast", "--data", str(path), "--output", str(tmp_path / "out")])
