@@ -231,7 +231,8 @@ class Trainer:
                 **keras.optimizers.schedules.serialize(learning_rate).get("config", {}),
             }
         option = lambda kind: next(  # noqa: E731
-            (dataclasses.asdict(c) for c in self.callbacks if type(c) is kind), None
+            (dataclasses.asdict(c) for c in self.callbacks if type(c) is kind),
+            None,  # type: ignore[arg-type]
         )
         grad_norm = option(GradNormWeights)
         inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
