@@ -42,7 +42,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import keras
 import numpy as np
@@ -231,8 +231,7 @@ class Trainer:
                 **keras.optimizers.schedules.serialize(learning_rate).get("config", {}),
             }
         option = lambda kind: next(  # noqa: E731
-            (dataclasses.asdict(c) for c in self.callbacks if type(c) is kind),
-            None,  # type: ignore[arg-type]
+            (dataclasses.asdict(cast(Any, c)) for c in self.callbacks if type(c) is kind), None
         )
         grad_norm = option(GradNormWeights)
         inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
