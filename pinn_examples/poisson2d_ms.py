@@ -24,7 +24,7 @@ the mean square of the residuals ``u_x + F_x`` and ``u_y + F_y`` at the interior
 ``2 E(u) / area`` up to a constant (it does not fall to zero). Its minimiser is the solution.
 
 The mean over the points is a quadrature of the energy, so the points are a midpoint grid
-aligned with the blocks (:class:`MidpointSquare`, :func:`edge_points`). A fixed quadrature can
+aligned with the blocks (:func:`midpoint_square`, :func:`edge_points`). A fixed quadrature can
 be fooled: trained long enough, the network learns thin layers between the grid lines next to
 the interfaces, where no point sees them, and the loss falls below the energy's minimum while
 the error grows (3.4e-1 after 3,000 L-BFGS iterations). The default preset stops at 1,000, and
@@ -47,7 +47,6 @@ References:
 import numpy as np
 import tensorflow as tf
 
-from hodiff.pinn import Box
 from pinn_examples import poisson2d_ms_reference as ms
 from pinn_examples._runner import Example, Settings, run
 from pinn_examples.fd_references import on_test_grid
@@ -58,18 +57,22 @@ CHECK_CELLS = 5  # the quadrature check's grid has this many more cells a side t
 TEST_POINTS = 101  # the test grid: 101 x 101 nodes, h = 0.2, on every interface and edge
 
 
-class MidpointSquare(Box):
+def midpoint_square():
     """The square, whose interior points are the cell centres of an ``n x n`` grid aligned with the blocks.
 
     Every cell lies in one block, so the mean over these points is the composite midpoint rule
     (second order on each block, where the integrands are smooth) for the energy's interior
     part; quasi-random points integrate the jumps of ``F`` much less accurately (1.6e-2 instead
     of 3.0e-3 after the same training). ``count`` must be ``n^2`` with ``n`` a multiple of 5.
+    (A class made here, not at import time: ``NAME --help`` must not import hodiff.)
     """
+    
+    class MidpointSquare(Box):
+        def sample_interior(self, count: int, method: str = "sobol", seed: int = 0) -> np.ndarray:
+            axis = midpoints(cells_per_side(count))
+            return np.stack([grid.ravel() for grid in np.meshgrid(axis, axis, indexing="ij")], axis=1)
 
-    def sample_interior(self, count: int, method: str = "sobol", seed: int = 0) -> np.ndarray:
-        axis = midpoints(cells_per_side(count))
-        return np.stack([grid.ravel() for grid in np.meshgrid(axis, axis, indexing="ij")], axis=1)
+    return MidpointSquare({"x": (-ms.HALF, ms.HALF), "y": (-ms.HALF, ms.HALF)})
 
 
 def cells_per_side(count: int) -> int:
@@ -171,7 +174,7 @@ def build(settings: Settings):
             "poisson2d_ms: the loss is the Ritz energy on a fixed midpoint grid, whose terms' weights and points "
             "are part of the equation solved; leave out --adaptive-weights and --resample-every."
         )
-    domain = MidpointSquare({"x": (-ms.HALF, ms.HALF), "y": (-ms.HALF, ms.HALF)})
+    domain = midpoint_square()
     points, normals = edge_points(n)
 
     def residual(d, x, p):  # grad u + F: its mean square is the energy's interior part
