@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import pinnacle_deepxde as deepxde
+
 RESULTS = Path(__file__).parent / "results" / "pinnacle.json"
 DOC = Path(__file__).parent.parent / "docs" / "benchmarks.md"
 RUNS = Path(__file__).parent.parent / "results" / "benchmarks-pinnacle"  # the examples' own files (git-ignored)
@@ -51,11 +53,9 @@ PROBLEMS: dict[str, tuple[str, str, float | None, float | None]] = {
 }
 
 
-def run_example(name: str, runs: Path, quick: bool, timeout: float) -> dict:
-    """Runs one example in a child process; its metrics plus ``wall_seconds_total`` and ``peak_rss_mib``."""
-    output = runs / name
-    command = [sys.executable, "-m", "pinn_examples", name, "--output", str(output), "--overwrite", "--no-progress"]
-    command += ["--preset", "fast"] if quick else []
+def run_child(command: list[str], timeout: float) -> dict:
+    """Runs ``command``; ``exit_status``, ``wall_seconds_total``, ``cpu_seconds``, ``peak_rss_mib``, ``load_average``
+    (or ``failure`` when it ran past ``timeout`` seconds)."""
     started = time.perf_counter()
     child = subprocess.Popen(command)
     deadline = started + timeout
@@ -65,27 +65,48 @@ def run_example(name: str, runs: Path, quick: bool, timeout: float) -> dict:
             break
         if time.perf_counter() > deadline:
             child.kill()
-            pid, status, usage = os.wait4(child.pid, 0)
-            return {"example": name, "failure": f"stopped after {timeout:.0f} s"}
+            os.wait4(child.pid, 0)
+            return {"failure": f"stopped after {timeout:.0f} s"}
         time.sleep(0.5)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    row = {
-        "example": name,
-        "exit_status": child.returncode,
+    return {
+        "exit_status": os.waitstatus_to_exitcode(status),
         "wall_seconds_total": round(time.perf_counter() - started, 1),
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mib": round(usage.ru_maxrss / 1024.0, 1),  # KiB on Linux
         "load_average": round(os.getloadavg()[0], 2),
     }
+
+
+def run_example(name: str, runs: Path, quick: bool, timeout: float) -> dict:
+    """Runs one example in a child process; its metrics plus :func:`run_child`'s figures."""
+    output = runs / name
+    command = [sys.executable, "-m", "pinn_examples", name, "--output", str(output), "--overwrite", "--no-progress"]
+    command += ["--preset", "fast"] if quick else []
+    row = {"example": name, **run_child(command, timeout)}
     metrics_path = output / "metrics.json"
-    if child.returncode not in (0, 3) or not metrics_path.exists():  # 3: ran, target missed
-        row["failure"] = f"exit status {child.returncode}"
+    if "failure" in row:
+        return row
+    if row["exit_status"] not in (0, 3) or not metrics_path.exists():  # 3: ran, target missed
+        row["failure"] = f"exit status {row['exit_status']}"
         return row
     metrics = json.loads(metrics_path.read_text())
     keep = ("preset", "relative_l2_error", "target", "target_metric", "target_met", "wall_seconds", "error_fields")
     row.update({key: metrics.get(key) for key in keep})
     row.update({key: value for key, value in metrics.items() if key.startswith("relative_l2_error_")})
     row["target_value"] = metrics.get(metrics.get("target_metric", "relative_l2_error"))
+    return row
+
+
+def run_deepxde(name: str, runs: Path, seconds: float, quick: bool, timeout: float) -> dict:
+    """DeepXDE with PINNacle's configuration on ``name`` (:mod:`benchmarks.pinnacle_deepxde`), for ``seconds``."""
+    output = runs / f"{name}-deepxde.json"
+    command = [sys.executable, "-m", "benchmarks.pinnacle_deepxde", name, "--seconds", str(seconds)]
+    command += ["--output", str(output)] + (["--iterations", "200"] if quick else [])
+    row = run_child(command, timeout)
+    if "failure" not in row and row["exit_status"] != 0:
+        row["failure"] = f"exit status {row['exit_status']}"
+    if "failure" not in row:
+        row.update(json.loads(output.read_text()))
     return row
 
 
@@ -124,6 +145,35 @@ def markdown(rows: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def deepxde_markdown(rows: dict[str, dict]) -> str:
+    """The side-by-side table: hodiff's run and DeepXDE's (PINNacle's configuration) on the same problem."""
+    lines = [
+        "| problem | hodiff L2RE | hodiff wall s | DeepXDE L2RE (per field) | DeepXDE Adam iterations | "
+        "DeepXDE wall s (training) | DeepXDE peak MiB | hodiff / DeepXDE error |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in deepxde.PROBLEMS:
+        ours, theirs = rows.get(name), rows.get(name, {}).get("deepxde")
+        if not ours or not theirs:
+            continue
+        if "failure" in theirs:
+            lines.append(f"| `{name}` | | | not run to the end: {theirs['failure']} | | | | |")
+            continue
+        fields = ", ".join(
+            f"{key.removeprefix('relative_l2_error_')} {value:.1e}"
+            for key, value in theirs.items()
+            if key.startswith("relative_l2_error_")
+        )
+        ratio = ours.get("relative_l2_error", float("nan")) / theirs["relative_l2_error"]
+        lines.append(
+            f"| `{name}` | {ours.get('relative_l2_error', float('nan')):.2e} | {ours.get('wall_seconds_total', 0):.0f} "
+            f"| {theirs['relative_l2_error']:.2e} ({fields}) | {theirs['iterations']} | "
+            f"{theirs['wall_seconds_total']:.0f} ({theirs['wall_seconds']:.0f}) | {theirs['peak_rss_mib']:.0f} | "
+            f"{ratio:.2g} |"
+        )
+    return "\n".join(lines)
+
+
 def write_section(doc: Path, text: str) -> None:
     """Replaces this suite's section of ``doc`` (between :data:`BEGIN` and :data:`END`), or appends one."""
     page = doc.read_text() if doc.exists() else "# Benchmarks\n"
@@ -143,6 +193,11 @@ def main(argv=None) -> int:
     parser.add_argument("--doc", type=Path, default=DOC, help="the Markdown page that gets the table")
     parser.add_argument("--runs", type=Path, default=RUNS, help="folder for the examples' results directories")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per example")
+    parser.add_argument(
+        "--deepxde",
+        action="store_true",
+        help=f"also run DeepXDE (PINNacle's configuration) on {', '.join(deepxde.PROBLEMS)} for the same wall time",
+    )
     parser.add_argument("--device", default=None, help="accepted for `benchmarks all`; the examples choose their own")
     args = parser.parse_args(argv)
     previous = json.loads(args.output.read_text()).get("rows", {}) if args.output.exists() else {}
@@ -150,9 +205,17 @@ def main(argv=None) -> int:
     for name in args.only or list(PROBLEMS):
         print(f"== {name}", flush=True)
         rows[name] = run_example(name, args.runs, args.quick, args.timeout)
+        if args.deepxde and name in deepxde.PROBLEMS and "wall_seconds_total" in rows[name]:
+            print(f"== {name}: DeepXDE", flush=True)
+            budget = rows[name]["wall_seconds_total"]
+            rows[name]["deepxde"] = run_deepxde(name, args.runs, budget, args.quick, args.timeout)
         print(json.dumps(rows[name]), flush=True)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table = markdown(rows)
+    side_by_side = deepxde_markdown(rows)
+    if side_by_side.count("\n") > 1:
+        table += "\n\nDeepXDE (PINNacle's vanilla PINN configuration: " + deepxde.CONFIGURATION + ") beside hodiff:\n\n"
+        table += side_by_side
     shown = "python -m benchmarks pinnacle" + (" --quick" if args.quick else "")
     shown += f" --only {' '.join(args.only)}" if args.only else ""
     text = "\n".join([f"Generated {when} by `{shown}` (rows of earlier runs kept with --only).", "", table, "", SOURCE])

@@ -98,3 +98,40 @@ def test_pinnacle_table_and_its_own_section(tmp_path):
     assert text.count(pinnacle.BEGIN) == 1 and "second" in text and "first" not in text and "hand-written" in text
     with pytest.raises(SystemExit):
         pinnacle.main(["--only", "nosuch"])
+
+
+def test_pinnacle_deepxde_rows_beside_hodiffs():
+    from benchmarks import pinnacle
+
+    rows = {
+        "poisson2d_cg": {"relative_l2_error": 1e-3, "wall_seconds_total": 1000.0},
+        "ns2d_cg": {
+            "relative_l2_error": 2e-1,
+            "wall_seconds_total": 600.0,
+            "deepxde": {
+                "relative_l2_error": 4e-1,
+                "relative_l2_error_u": 3e-1,
+                "relative_l2_error_p": 9e-1,
+                "iterations": 5000,
+                "wall_seconds": 590.0,
+                "wall_seconds_total": 600.0,
+                "peak_rss_mib": 800.0,
+            },
+        },
+        "poisson_inverse": {"relative_l2_error": 1e-2, "deepxde": {"failure": "exit status 1"}},
+    }
+    table = pinnacle.deepxde_markdown(rows)
+    lines = table.splitlines()
+    assert len(lines) == 4  # header, rule, ns2d_cg, poisson_inverse: poisson2d_cg has no DeepXDE row
+    assert lines[2].startswith("| `ns2d_cg` | 2.00e-01 | 600 | 4.00e-01 (u 3.0e-01, p 9.0e-01) | 5000 | 600 (590) |")
+    assert lines[2].endswith("| 0.5 |") and "not run to the end: exit status 1" in lines[3]
+
+
+def test_pinnacle_deepxde_trains_and_scores_a_problem(tmp_path):
+    """A few DeepXDE iterations on poisson_inverse: the harness runs and scores on the example's grid."""
+    pytest.importorskip("deepxde")
+    from benchmarks import pinnacle_deepxde
+
+    result = pinnacle_deepxde.run("poisson_inverse", seconds=60.0, iterations=3)
+    assert result["iterations"] == 3 and set(result) >= {"relative_l2_error_u", "relative_l2_error_a"}
+    assert 0.0 < result["relative_l2_error"] < 10.0
