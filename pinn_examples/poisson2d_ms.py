@@ -66,7 +66,8 @@ def midpoint_square():
     of 3.0e-3 after the same training). ``count`` must be ``n^2`` with ``n`` a multiple of 5.
     (A class made here, not at import time: ``NAME --help`` must not import hodiff.)
     """
-    
+    from hodiff.pinn import Box
+
     class MidpointSquare(Box):
         def sample_interior(self, count: int, method: str = "sobol", seed: int = 0) -> np.ndarray:
             axis = midpoints(cells_per_side(count))
