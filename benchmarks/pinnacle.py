@@ -44,6 +44,7 @@ PROBLEMS: dict[str, tuple[str, str, float | None, float | None]] = {
     "wave": ("Wave1d-C", "see docs/examples.md", None, None),
     "poisson2d_cg": ("Poisson2d-CG", "<= 5e-3", 1.4e-2, None),
     "poisson2d_ms": ("Poisson2d-MS", "<= 5e-2", 5.9e-1, None),
+    "poisson3d_cg": ("Poisson3d-CG", "<= 3e-2", 9.5e-2, None),
     "ns2d_cg": ("NS2d-CG", "<= 2e-2 (u, v, p), <= 1e-2 (u, v)", 8.2e-2, None),
     "poisson_nd": ("PNd", "<= 5e-5", 4.7e-4, None),
     "heat_nd": ("HNd", "<= 2e-5", 1.2e-4, None),

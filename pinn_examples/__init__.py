@@ -37,6 +37,7 @@ EXAMPLES = (
     "poisson",
     "poisson2d_cg",
     "poisson2d_ms",
+    "poisson3d_cg",
     "poisson_inverse",
     "poisson_lshape",
     "poisson_nd",

@@ -18,11 +18,15 @@ References:
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
+
+from pinn_examples.fd_references import read_cache, write_cache
 
 # poisson3d_cg (PINNacle Poisson3d-CG): the balls (cx, cy, cz, radius), k2 = 64 below z = 1/2 and 100 above
 CG3_BALLS = ((0.4, 0.3, 0.6, 0.2), (0.6, 0.7, 0.6, 0.2), (0.2, 0.8, 0.7, 0.1), (0.6, 0.2, 0.3, 0.1))
@@ -239,3 +243,19 @@ def balls_fv(
 def poisson3d_cg_fv(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """PINNacle Poisson3d-CG: -Lap(u) + k2(z) u = f in the cube minus :data:`CG3_BALLS`, zero flux everywhere."""
     return balls_fv(n, CG3_BALLS, cg3_k2, cg3_source)
+
+
+@functools.lru_cache(maxsize=2)
+def cached(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`poisson3d_cg_fv` ``(n)``, solved once per process (and, with ``HODIFF_CACHE`` naming a folder, kept
+    there as ``fv_poisson3d_cg_<n>.npz`` for later processes, written atomically)."""
+    directory = os.environ.get("HODIFF_CACHE")
+    path = os.path.join(directory, f"fv_poisson3d_cg_{n}.npz") if directory else None
+    if path and os.path.exists(path):
+        saved = read_cache(path, ("axis", "fraction", "u"))
+        if saved is not None:
+            return saved["axis"], saved["fraction"], saved["u"]
+    axis, fraction, u = poisson3d_cg_fv(n)
+    if path:
+        write_cache(path, axis=axis, fraction=fraction, u=u)
+    return axis, fraction, u

@@ -88,3 +88,19 @@ def test_poisson3d_cg_reference_converges():
     order = np.log2(differences[0] / differences[1])
     assert 1.7 < order < 2.3, f"second order: {order}"
     assert differences[1] / (2**order - 1) < 1e-3
+
+
+def test_cached_reference_is_kept_in_hodiff_cache(tmp_path, monkeypatch):
+    """With HODIFF_CACHE set, the solution is written there once and read back by a later call (a later
+    process: the in-process cache cleared, the solver made to fail)."""
+    monkeypatch.setenv("HODIFF_CACHE", str(tmp_path))
+    cc.cached.cache_clear()
+    axis, fraction, u = cc.cached(40)
+    assert (tmp_path / "fv_poisson3d_cg_40.npz").exists()
+    cc.cached.cache_clear()
+    monkeypatch.setattr(cc, "poisson3d_cg_fv", lambda n: pytest.fail("solved again instead of read back"))
+    again = cc.cached(40)
+    cc.cached.cache_clear()
+    np.testing.assert_array_equal(again[2], u)
+    np.testing.assert_array_equal(again[1], fraction)
+    assert np.isnan(u[fraction == 0]).all() and len(axis) == 40
