@@ -397,3 +397,28 @@ def test_ns2d_cg_default_preset_meets_both_targets(tmp_path):
     assert main(["ns2d_cg", "--output", str(output), "--no-progress"]) == 0
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["relative_l2_error"] <= 2e-2 and metrics["relative_l2_error_uv"] <= 1e-2
+
+
+def test_poisson_inverse_forward_solver_converges_at_order_two():
+    errors = []
+    for n in (13, 25, 49):
+        axis = np.linspace(0.0, 1.0, n)
+        x, y = np.meshgrid(axis, axis, indexing="ij")
+        u = poisson_inverse.forward_solve(lambda p, q: poisson_inverse.exact(p, q, ("a",))["a"], np.zeros((n, n)), n)
+        errors.append(np.max(np.abs(u - poisson_inverse.exact(x, y, ("u",))["u"])))
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    np.testing.assert_allclose(orders, 2.0, atol=0.1)
+    assert errors[-1] < 5e-4
+
+
+def test_poisson_inverse_noise_floor_is_least_squares_and_above_the_target_with_free_sides():
+    axis = np.linspace(0.0, 1.0, 50)
+    rms_u = np.sqrt(np.mean(poisson_inverse.exact(axis[:, None], axis[None, :], ("u",))["u"] ** 2))
+    one = poisson_inverse.noise_floor(0)  # a = A + c * bubble, u's sides known: one parameter
+    assert one["parameters"] == 1
+    np.testing.assert_allclose(one["u"], 0.1 * np.sqrt(1 / 2500) / rms_u, rtol=1e-6)  # sigma^2 p / N
+    assert 2e-3 < one["a_bias"] < 3e-3 and one["a_bias"] < one["a"] < 1e-2
+    quadratic = poisson_inverse.noise_floor(2)
+    assert quadratic["parameters"] == 6 and quadratic["a"] > 3e-2  # a is seen weakly through u
+    free_sides = poisson_inverse.noise_floor(0, 0)  # plus u's four corners and one mode per side
+    assert free_sides["parameters"] == 9 and free_sides["u"] > 1e-2
