@@ -96,6 +96,23 @@ def test_heat_nd_neumann_condition_holds_for_the_exact_solution():
     assert np.min(np.abs(problem.condition_residual(sphere, wrong, arrays).numpy())) > 0.99
 
 
+def test_heat_nd_multiplicative_lift_turns_the_robin_condition_into_a_neumann_one():
+    """u = u0 (1 + t N): du/dn - u = u0 t dN/dn on the sphere, zero for an N with no normal derivative."""
+    problem, _ = heat_nd.build(heat_nd.EXAMPLE.presets["fast"])
+    (sphere,) = problem.conditions
+    arrays = {key: tf.constant(value) for key, value in sphere.sample(problem.domain, "random", 5).items()}
+    named = lambda x: {name: x[:, i] for i, name in enumerate(heat_nd.COORDS)}
+    radial = lambda x: 1.0 + 0.3 * x[:, 5] * tf.reduce_sum(x[:, :5] ** 2, axis=1)  # dN/dn = 0.6 t on the sphere
+    in_time = lambda transform: lambda x: transform(named(x), tf.cos(x[:, 5:6]))  # N(t): no normal derivative
+    residual = lambda solution: problem.condition_residual(sphere, solution, arrays).numpy().ravel()
+    assert np.max(np.abs(residual(in_time(heat_nd.multiplicative_initial_condition)))) < 1e-12
+    assert np.max(np.abs(residual(in_time(heat_nd.initial_condition)))) > 0.1  # the additive form needs dN/dn = N
+    lifted = lambda x: heat_nd.multiplicative_initial_condition(named(x), radial(x)[:, None])
+    points = arrays["points"].numpy()
+    expected = np.exp(0.5) * points[:, 5] * 0.6 * points[:, 5]
+    np.testing.assert_allclose(residual(lifted), expected, rtol=1e-10, atol=1e-14)
+
+
 def test_hard_conditions_hold_for_any_network():
     # heat_nd: u(x, 0) = exp(|x|^2 / 2)
     problem, model = heat_nd.build(heat_nd.EXAMPLE.presets["fast"])
