@@ -1,13 +1,17 @@
 """PINNacle HNd: heat equation in the 5-D unit ball, u_t = (1/d) Delta u - (1/d) |x|^2 exp(|x|^2/2 + t), exact solution.
 
 On the unit ball of R^5 times ``t`` in ``[0, 1]``; the exact solution ``u = exp(|x|^2/2 + t)``
-gives the initial condition ``u(x, 0) = exp(|x|^2/2)`` and the Neumann condition
-``du/dn = u`` on the sphere. The initial condition is built into the network's output,
-``u = exp(|x|^2/2) + t N(x, t)``; the Neumann condition is a loss term (a Robin condition
-``-u + du/dn = 0``) at points on the sphere. The error is PINNacle's L2RE at 20,000 fixed points
-uniform in the ball times ``[0, 1]`` (:mod:`pinn_examples.scattered`); ``field.png`` shows the
-slice ``(x1, 0, 0, 0, 0, t)``. Float64, Adam then L-BFGS. PINNacle's best L2RE is 1.2e-4;
-target 2e-5.
+gives the initial condition ``u(x, 0) = u0(x) = exp(|x|^2/2)`` and the Neumann condition
+``du/dn = u`` on the sphere. The initial condition is built into the network's output
+multiplicatively, ``u = u0(x) (1 + t N(x, t))`` (``--lift multiplicative``, the default): since
+``u0`` itself satisfies ``du0/dn = u0`` on the sphere, the Robin residual ``-u + du/dn`` there is
+``u0 t dN/dn``, so the condition asks only that ``N`` have no normal derivative. It stays a loss
+term at points on the sphere. (For this solution ``N = (e^t - 1) / t``, a function of ``t`` alone,
+which the network is not told: it learns it from the residual.) ``--lift additive``,
+``u = u0 + t N``, is the plain hard initial condition, 16 times less accurate for the same work.
+The error is PINNacle's L2RE at 20,000 fixed points uniform in the ball times ``[0, 1]``
+(:mod:`pinn_examples.scattered`); ``field.png`` shows the slice ``(x1, 0, 0, 0, 0, t)``. Float64,
+Adam then L-BFGS. PINNacle's best L2RE is 1.2e-4; target 2e-5.
 
 References:
   Hao et al. (2024), "PINNacle: A Comprehensive Benchmark of Physics-Informed Neural Networks
