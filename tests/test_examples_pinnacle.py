@@ -96,6 +96,23 @@ def test_heat_nd_neumann_condition_holds_for_the_exact_solution():
     assert np.min(np.abs(problem.condition_residual(sphere, wrong, arrays).numpy())) > 0.99
 
 
+def test_heat_nd_multiplicative_lift_turns_the_robin_condition_into_a_neumann_one():
+    """u = u0 (1 + t N): du/dn - u = u0 t dN/dn on the sphere, zero for an N with no normal derivative."""
+    problem, _ = heat_nd.build(heat_nd.EXAMPLE.presets["fast"])
+    (sphere,) = problem.conditions
+    arrays = {key: tf.constant(value) for key, value in sphere.sample(problem.domain, "random", 5).items()}
+    named = lambda x: {name: x[:, i] for i, name in enumerate(heat_nd.COORDS)}
+    radial = lambda x: 1.0 + 0.3 * x[:, 5] * tf.reduce_sum(x[:, :5] ** 2, axis=1)  # dN/dn = 0.6 t on the sphere
+    in_time = lambda transform: lambda x: transform(named(x), tf.cos(x[:, 5:6]))  # N(t): no normal derivative
+    residual = lambda solution: problem.condition_residual(sphere, solution, arrays).numpy().ravel()
+    assert np.max(np.abs(residual(in_time(heat_nd.multiplicative_initial_condition)))) < 1e-12
+    assert np.max(np.abs(residual(in_time(heat_nd.initial_condition)))) > 0.1  # the additive form needs dN/dn = N
+    lifted = lambda x: heat_nd.multiplicative_initial_condition(named(x), radial(x)[:, None])
+    points = arrays["points"].numpy()
+    expected = np.exp(0.5) * points[:, 5] * 0.6 * points[:, 5]
+    np.testing.assert_allclose(residual(lifted), expected, rtol=1e-10, atol=1e-14)
+
+
 def test_hard_conditions_hold_for_any_network():
     # heat_nd: u(x, 0) = exp(|x|^2 / 2)
     problem, model = heat_nd.build(heat_nd.EXAMPLE.presets["fast"])
@@ -397,3 +414,28 @@ def test_ns2d_cg_default_preset_meets_both_targets(tmp_path):
     assert main(["ns2d_cg", "--output", str(output), "--no-progress"]) == 0
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["relative_l2_error"] <= 2e-2 and metrics["relative_l2_error_uv"] <= 1e-2
+
+
+def test_poisson_inverse_forward_solver_converges_at_order_two():
+    errors = []
+    for n in (13, 25, 49):
+        axis = np.linspace(0.0, 1.0, n)
+        x, y = np.meshgrid(axis, axis, indexing="ij")
+        u = poisson_inverse.forward_solve(lambda p, q: poisson_inverse.exact(p, q, ("a",))["a"], np.zeros((n, n)), n)
+        errors.append(np.max(np.abs(u - poisson_inverse.exact(x, y, ("u",))["u"])))
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    np.testing.assert_allclose(orders, 2.0, atol=0.1)
+    assert errors[-1] < 5e-4
+
+
+def test_poisson_inverse_noise_floor_is_least_squares_and_above_the_target_with_free_sides():
+    axis = np.linspace(0.0, 1.0, 50)
+    rms_u = np.sqrt(np.mean(poisson_inverse.exact(axis[:, None], axis[None, :], ("u",))["u"] ** 2))
+    one = poisson_inverse.noise_floor(0)  # a = A + c * bubble, u's sides known: one parameter
+    assert one["parameters"] == 1
+    np.testing.assert_allclose(one["u"], 0.1 * np.sqrt(1 / 2500) / rms_u, rtol=1e-6)  # sigma^2 p / N
+    assert 2e-3 < one["a_bias"] < 3e-3 and one["a_bias"] < one["a"] < 1e-2
+    quadratic = poisson_inverse.noise_floor(2)
+    assert quadratic["parameters"] == 6 and quadratic["a"] > 3e-2  # a is seen weakly through u
+    free_sides = poisson_inverse.noise_floor(0, 0)  # plus u's four corners and one mode per side
+    assert free_sides["parameters"] == 9 and free_sides["u"] > 1e-2
