@@ -35,10 +35,16 @@ from pinn_examples.heat2d_cg_reference import (
     LARGE,
     LARGE_CENTRES,
     LOW,
+    REFERENCE_N,
+    REFERENCE_STEPS,
     SMALL,
     SMALL_CENTRES,
+    TEST_TIMES,
+    at_points,
     distance_to_circles,
     heat2d_cg_reference,
+    heat_fem,
+    picture_axes,
 )
 from pinn_examples.scattered import ScatteredExample, run
 
@@ -131,13 +137,60 @@ def reference():
     return axes, values["u"]
 
 
+SNAPSHOTS = (TEST_TIMES[1], 0.25, 1.0, END)  # times of plot_over_time's rows
+
+
+def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS) -> float:
+    """The trained run in ``output`` (``--evaluate``) and the reference on the picture grid at ``times``
+    (times of the reference's time mesh): one row per time with the prediction, the reference and the
+    error, written to ``path``; returns the largest absolute error.
+    """
+    import os
+    import tempfile
+
+    import matplotlib.pyplot as plt
+
+    axes = picture_axes()
+    x, y = (g.ravel() for g in np.meshgrid(axes["x"], axes["y"], indexing="ij"))
+    inside = distance_to_circles(x, y) >= 0
+    nodes, triangles, u = heat_fem(REFERENCE_N, REFERENCE_STEPS, times)
+    exact = at_points(nodes, triangles, u, np.stack([x[inside], y[inside]], axis=1))
+    with tempfile.TemporaryDirectory() as directory:
+        points = os.path.join(directory, "points.npy")
+        np.save(
+            points, np.concatenate([np.column_stack([x[inside], y[inside], np.full(inside.sum(), t)]) for t in times])
+        )
+        if main(["--output", output, "--evaluate", points]) != 0:
+            raise RuntimeError(f"plot_over_time: evaluating the run in {output} failed.")
+    predicted = np.load(os.path.join(output, "evaluation.npz"))["u"].reshape(len(times), -1)
+    figure, grid = plt.subplots(len(times), 3, figsize=(9, 3.4 * len(times)), squeeze=False)
+    shape = (len(axes["x"]), len(axes["y"]))
+    for row, t in enumerate(times):
+        top = max(np.abs(exact[row]).max(), 1e-12)
+        for column, (values, title) in enumerate(
+            ((predicted[row], "PINN"), (exact[row], "finite elements"), (predicted[row] - exact[row], "error"))
+        ):
+            image = np.full(x.shape, np.nan)
+            image[inside] = values
+            limits = {"vmin": 0.0, "vmax": top} if column < 2 else {"cmap": "RdBu_r"}
+            shown = grid[row, column].imshow(
+                image.reshape(shape).T, origin="lower", extent=(*LOW[:1], *HIGH[:1], LOW[1], HIGH[1]), **limits
+            )
+            figure.colorbar(shown, ax=grid[row, column], shrink=0.8)
+            grid[row, column].set_title(f"{title}, t = {t:.3g}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return float(np.abs(predicted - exact).max())
+
+
 EXAMPLE = Example(
     name="heat2d_cg",
     build=build,
     reference=reference,
     presets={
         "default": HeatSettings(
-            interior=8192, boundary=4096, adam_steps=3000, lbfgs_iterations=3000, width=64, depth=4, dtype="float64"
+            interior=4096, boundary=2048, adam_steps=2000, lbfgs_iterations=1500, width=64, depth=4, dtype="float64"
         ),
         "fast": HeatSettings(
             interior=256,
