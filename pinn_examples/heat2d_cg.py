@@ -27,6 +27,7 @@ import numpy as np
 
 from pinn_examples._runner import Example, Settings, setting
 from pinn_examples.heat2d_cg_reference import (
+    DISKS,
     END,
     G_LARGE,
     G_RECTANGLE,
@@ -54,6 +55,7 @@ class HeatSettings(Settings):
     boundary: int = setting(4096, "points on the boundary (all three Robin terms together, by length)", positive=True)
     fourier_features: int = setting(0, "random Fourier features of the scaled inputs; 0: none")
     fourier_scale: float = setting(1.0, "standard deviation of the Fourier frequencies", positive=True)
+    lift: bool = setting(True, "the initial layer built into the output (lift); else u = t N")
 
 
 def residual(d, x, p):
@@ -66,11 +68,56 @@ def zero(x):
     return tf.zeros_like(x["t"])[:, None]
 
 
+def half_space(d, t, g):
+    """The Robin layer of a half-space: ``v_t = v_dd`` for ``d > 0``, ``v = 0`` at ``t = 0``, ``-v_d = g - v``
+    at ``d = 0``: ``v = g (erfc(xi) - exp(d + t) erfc(xi + sqrt(t)))``, ``xi = d / (2 sqrt(t))``; 0 at ``t = 0``.
+
+    References:
+      Carslaw & Jaeger (1959), "Conduction of Heat in Solids", 2nd ed., section 2.7 (a surface heat transfer
+      coefficient h = 1).
+    """
+    import tensorflow as tf
+
+    started = t > 0
+    root = tf.sqrt(tf.where(started, t, tf.ones_like(t)))  # no 0 / 0 at t = 0, and no NaN in its gradient
+    xi = d / (2.0 * root)
+    value = g * (tf.math.erfc(xi) - tf.exp(d + root**2) * tf.math.erfc(xi + root))
+    return tf.where(started, value, tf.zeros_like(value))
+
+
+def lift(x):
+    """The initial layer, built in: the half-space layer of each circle (times ``sqrt(R / r)``, the leading effect of
+    its curvature) and of each side of the rectangle, summed; ``(N, 1)``, zero at ``t = 0``."""
+    import tensorflow as tf
+
+    t, total = x["t"], 0.0
+    for cx, cy, radius in DISKS:
+        r = tf.sqrt((x["x"] - cx) ** 2 + (x["y"] - cy) ** 2)
+        total += tf.sqrt(radius / r) * half_space(r - radius, t, G_LARGE if radius == LARGE else G_SMALL)
+    for d in (x["x"] - LOW[0], HIGH[0] - x["x"], x["y"] - LOW[1], HIGH[1] - x["y"]):
+        total += half_space(d, t, G_RECTANGLE)
+    return total[:, None]
+
+
+def lifted(x, outputs, start, previous):
+    """``u = previous + lift(t) - lift(start) + (t - start) N``: the window's initial values at ``t = start``."""
+    import tensorflow as tf
+
+    at_start = {**{c: x[c] for c in ("x", "y")}, "t": tf.fill(tf.shape(x["t"]), tf.cast(start, x["t"].dtype))}
+    layer = lift(x) - (lift(at_start) if start > 0 else 0.0)
+    return previous + layer + (x["t"] - start)[:, None] * outputs
+
+
+def plain(x, outputs, start, previous):
+    """``u = previous + (t - start) N`` (``--no-lift``)."""
+    return previous + (x["t"] - start)[:, None] * outputs
+
+
 def windows(settings: HeatSettings):
-    """The ``settings.time_windows`` windows, each with its hard initial condition ``u = previous + (t - t_k) N``."""
+    """The ``settings.time_windows`` windows, each with its hard initial condition (:func:`lifted` or :func:`plain`)."""
     from hodiff import pinn
 
-    return pinn.TimeWindows(settings.time_windows, zero)
+    return pinn.TimeWindows(settings.time_windows, zero, lifted if settings.lift else plain)
 
 
 def domain_and_parts():
