@@ -62,6 +62,29 @@ def test_the_residual_vanishes_for_a_solution_of_the_heat_equation():
     np.testing.assert_allclose(residual.numpy(), 0.0, atol=1e-12)
 
 
+def test_the_lift_is_the_robin_layer_of_a_half_space_and_vanishes_at_the_start():
+    import tensorflow as tf
+
+    from hodiff.operators import partials
+
+    rng = np.random.default_rng(0)
+    points = tf.constant(np.column_stack([rng.uniform(0.0, 3.0, 30), rng.uniform(1e-3, 3.0, 30)]))
+    layer = lambda p: heat2d_cg.half_space(p[:, 0], p[:, 1], 5.0)  # noqa: E731
+    d = partials(layer, points, ("d", "t"), ("t", "dd"))
+    np.testing.assert_allclose(d["t"] - d["dd"], 0.0, atol=1e-12)  # v_t = v_dd
+    wall = tf.constant(np.column_stack([np.zeros(5), [1e-4, 1e-2, 0.5, 1.0, 3.0]]))
+    d = partials(layer, wall, ("d", "t"), ("d",))
+    np.testing.assert_allclose(-d["d"], 5.0 - layer(wall).numpy(), atol=1e-12)  # -v_d = g - v at d = 0
+    # u ~ 2 g sqrt(t / pi) at the wall early on; the lift is zero at t = 0 and finite there
+    np.testing.assert_allclose(layer(wall).numpy()[0], 2 * 5 * np.sqrt(1e-4 / np.pi), rtol=1e-2)
+    x = {"x": tf.constant([1.0, 3.0, -8.0], tf.float64), "y": tf.constant([0.0, 2.0, 5.0], tf.float64)}
+    x["t"] = tf.zeros(3, tf.float64)
+    np.testing.assert_array_equal(heat2d_cg.lift(x).numpy(), 0.0)
+    x["t"] = tf.constant([0.5, 0.5, 0.5], tf.float64)
+    lifted = heat2d_cg.lift(x).numpy()[:, 0]
+    assert lifted[0] > lifted[2] > lifted[1] > 0.0  # on a large circle, on the rectangle, in between
+
+
 def test_a_tiny_run_scores_at_the_test_points_and_answers_evaluate(tmp_path, coarse_reference):
     output = tmp_path / "run"
     assert heat2d_cg.main([*TINY, "--output", str(output)]) == 0
