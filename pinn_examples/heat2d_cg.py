@@ -7,8 +7,12 @@ small ones and 0.1 on the rectangle: heat flows in from the holes from the first
 layer of width ~sqrt(t) that has spread over most of the domain by t = 3. What it takes here
 (docs/pinnacle.md has what was tried):
 
-- the initial condition is hard, ``u = (t - t_k) N + previous`` (:class:`hodiff.pinn.TimeWindows`;
-  ``previous`` is zero in the first window); the three Robin conditions are loss terms;
+- the initial layer is built in: ``u = L(x, y, t) + t N`` with ``L`` the exact Robin layer of a half-space
+  (:func:`half_space`) summed over the circles and the rectangle's sides (:func:`lift`), which is zero at
+  t = 0 and carries the sqrt(t) singularity that a smooth network cannot draw; ``N`` only corrects it
+  (``--no-lift``: ``u = t N``); with ``--time-windows`` each window starts from the one before
+  (:class:`hodiff.pinn.TimeWindows`);
+- the three Robin conditions are loss terms, with points in proportion to each boundary's length;
 - the inputs scaled to [-1, 1] (:func:`hodiff.pinn.mlp`), float64, Adam then L-BFGS.
 
 The error is PINNacle's L2RE at a grid of spacing 0.2 (points at least 0.05 from the circles) at
