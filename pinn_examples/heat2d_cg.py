@@ -223,7 +223,8 @@ def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS)
         ):
             image = np.full(x.shape, np.nan)
             image[inside] = values
-            limits = {"vmin": 0.0, "vmax": top} if column < 2 else {"cmap": "RdBu_r"}
+            worst = max(np.abs(predicted[row] - exact[row]).max(), 1e-12)
+            limits = {"vmin": 0.0, "vmax": top} if column < 2 else {"cmap": "RdBu_r", "vmin": -worst, "vmax": worst}
             shown = grid[row, column].imshow(
                 image.reshape(shape).T, origin="lower", extent=(*LOW[:1], *HIGH[:1], LOW[1], HIGH[1]), **limits
             )
