@@ -242,7 +242,7 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": HeatSettings(
-            interior=4096, boundary=2048, adam_steps=1000, lbfgs_iterations=1000, width=64, depth=4, dtype="float64"
+            interior=4096, boundary=2048, adam_steps=1000, lbfgs_iterations=2500, width=64, depth=4, dtype="float64"
         ),
         "fast": HeatSettings(
             interior=256,
