@@ -19,6 +19,7 @@ EXAMPLES = (
     "circle",
     "deeponet",
     "heat",
+    "heat2d_cg",
     "heat2d_ms",
     "heat_inverse",
     "heat_nd",

@@ -73,7 +73,7 @@ def plate_mesh(n: int) -> tuple[np.ndarray, np.ndarray]:
     return nodes, triangles
 
 
-def _stiffness(nodes: np.ndarray, triangles: np.ndarray) -> scipy.sparse.csr_matrix:
+def stiffness(nodes: np.ndarray, triangles: np.ndarray) -> scipy.sparse.csr_matrix:
     """The P1 stiffness matrix ``K_ij = integral grad phi_i . grad phi_j``."""
     p = nodes[triangles]  # (T, 3, 2)
     edges = np.roll(p, -1, axis=1) - np.roll(p, 1, axis=1)  # edge opposite each vertex
@@ -98,14 +98,14 @@ def plate_fem(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
       through x = 0 (the reaction at its nodes), equal to that through any cut across the plate.
     """
     nodes, triangles = plate_mesh(n)
-    stiffness = _stiffness(nodes, triangles)
+    matrix_k = stiffness(nodes, triangles)
     left, right = np.isclose(nodes[:, 0], 0.0), np.isclose(nodes[:, 0], LENGTH)
     fixed = left | right
     u = np.where(left, 1.0, 0.0)
     free = ~fixed
-    matrix = stiffness[free][:, free].tocsc()
-    u[free] = scipy.sparse.linalg.spsolve(matrix, -stiffness[free][:, fixed] @ u[fixed])
-    flux = float((stiffness @ u)[left].sum())  # sum_i (K u)_i over x = 0 = integral du/dn = integral -u_x dy
+    matrix = matrix_k[free][:, free].tocsc()
+    u[free] = scipy.sparse.linalg.spsolve(matrix, -matrix_k[free][:, fixed] @ u[fixed])
+    flux = float((matrix_k @ u)[left].sum())  # sum_i (K u)_i over x = 0 = integral du/dn = integral -u_x dy
     return nodes, triangles, u, flux
 
 
