@@ -1,0 +1,157 @@
+"""PINNacle KS (chaotic): u_t + (100/16) u u_x + (100/16^2) u_xx + (100/16^4) u_xxxx = 0, x in [0, 2 pi] periodic.
+
+``u(x, 0) = cos x (1 + sin x)``, ``t in [0, 1]``. With ``s = 16 x`` and ``tau = 100 t`` this is the
+standard ``u_tau + u u_s + u_ss + u_ssss = 0`` on ``[0, 32 pi]``, the chaotic case of Kassam &
+Trefethen (2005) up to their ``tau = 100``: modes up to ``k = 16`` grow (up to ``exp(25 t)``), and
+a perturbation of the initial condition grows a thousandfold by ``t = 1`` (docs/pinnacle.md), so
+every error the network makes early is amplified later. What the example combines (Wang,
+Sankaran & Perdikaris 2024 solved this setup on a GPU):
+
+- exact periodicity: the network sees ``x`` through ``cos x`` and ``sin x`` (period ``2 pi``);
+- a hard initial condition in each time window: ``u = previous + (t - t_k) N`` (``previous``
+  the window before at its end, the initial condition in the first), with ``--time-windows``
+  for time-marching;
+- causal weights inside each window, the modified MLP with random weight factorisation
+  (``--architecture``, ``--factorization``), float64, Adam then L-BFGS per window.
+
+The fourth derivative ``u_xxxx`` is taken by nested tapes (one tape set shared by every need of
+the field). Reference: Fourier pseudo-spectral ETDRK4 (Kassam & Trefethen 2005) on 512 modes,
+self-converged to ~1e-8 (tests). The error is PINNacle's L2RE on a 256 x 101 grid over the
+whole ``(x, t)`` domain. PINNacle: every method about 1.0; target 5e-2.
+
+References:
+  Hao et al. (2024), "PINNacle: A Comprehensive Benchmark of Physics-Informed Neural Networks
+  for Solving PDEs", NeurIPS Datasets and Benchmarks (arXiv:2306.08827), problem KS; Wang,
+  Sankaran & Perdikaris (2024), "Respecting causality for training physics-informed neural
+  networks", CMAME 421; Kassam & Trefethen (2005), "Fourth-order time-stepping for stiff PDEs",
+  SIAM J. Sci. Comput. 26(4).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from pinn_examples._runner import Example, Settings, run, setting
+from pinn_examples.references import kuramoto_sivashinsky_etdrk4
+
+ADVECTION, ANTIDIFFUSION, HYPERDIFFUSION = 100.0 / 16, 100.0 / 16**2, 100.0 / 16**4
+END = 1.0
+GRID_X, GRID_T = 256, 101
+
+
+@dataclasses.dataclass
+class KSSettings(Settings):
+    architecture: str = setting("modified", "the network: plain MLP or modified MLP", choices=("mlp", "modified"))
+    factorization: bool = setting(True, "random weight factorisation of the dense layers (mean 1, std 0.1)")
+    causal_bins: int = setting(16, "time slices of the causal weights in each window", positive=True)
+    split: bool = setting(True, "solve for u and v = u_xx (second derivatives only); else take u_xxxx of u")
+
+
+def residual(d, x, p):
+    """The PDE with ``v = u_xx`` as a second field (two second-order equations for one fourth-order)."""
+    return {
+        "ks": d["u_t"] + ADVECTION * d["u"] * d["u_x"] + ANTIDIFFUSION * d["v"] + HYPERDIFFUSION * d["v_xx"],
+        "curvature": d["v"] - d["u_xx"],
+    }
+
+
+def residual_fourth(d, x, p):
+    """The PDE as written, with ``u_xxxx`` (``--no-split``)."""
+    return d["u_t"] + ADVECTION * d["u"] * d["u_x"] + ANTIDIFFUSION * d["u_xx"] + HYPERDIFFUSION * d["u_xxxx"]
+
+
+def initial(x):
+    """``u(x, 0) = cos x (1 + sin x) = cos x + sin(2x) / 2`` and ``v = u_xx = -cos x - 2 sin 2x``, ``(N, 2)``."""
+    import tensorflow as tf
+
+    return tf.stack([tf.cos(x["x"]) + 0.5 * tf.sin(2.0 * x["x"]), -tf.cos(x["x"]) - 2.0 * tf.sin(2.0 * x["x"])], 1)
+
+
+def initial_u(x):
+    """``u(x, 0)`` alone, ``(N, 1)`` (``--no-split``)."""
+    return initial(x)[:, :1]
+
+
+def windows(settings: KSSettings):
+    """The ``settings.time_windows`` windows, each with the hard initial condition ``previous + (t - t_k) N``."""
+    from hodiff import pinn
+
+    return pinn.TimeWindows(settings.time_windows, initial if settings.split else initial_u)
+
+
+def build(settings: KSSettings, end: float = END):
+    """The problem on ``[0, 2 pi] x [0, end]`` (one window's hard initial condition) and the network."""
+    from hodiff import pinn
+
+    domain = pinn.Interval("x", 0.0, 2.0 * np.pi) * pinn.TimeDomain("t", 0.0, end)
+    one = windows(dataclasses.replace(settings, time_windows=1))
+    causal = pinn.CausalWeights(settings.causal_epsilon, settings.causal_bins) if settings.causal_epsilon else None
+    if settings.split:
+        needs, equations, fields = ("u", "u_t", "u_x", "u_xx", "v", "v_xx"), residual, ("u", "v")
+    else:
+        needs, equations, fields = ("u", "u_t", "u_x", "u_xx", "u_xxxx"), residual_fourth, ("u",)
+    problem = pinn.Problem(
+        domain,
+        needs=needs,
+        residual=equations,
+        fields=fields,
+        output_transform=one.output_transform(domain, 0.0, None),
+        causal=causal,
+    )
+    model = pinn.mlp(
+        domain,
+        outputs=len(fields),
+        width=settings.width,
+        depth=settings.depth,
+        dtype=settings.dtype,
+        seed=settings.seed,
+        periodic={"x": 2.0 * np.pi},
+        architecture=settings.architecture,
+        factorization=(1.0, 0.1) if settings.factorization else None,
+    )
+    return problem, model
+
+
+def reference(end: float = END):
+    """The ETDRK4 solution on the test grid: 256 points in ``x`` (both ends), 101 times in ``[0, end]``."""
+    x, t = np.linspace(0.0, 2.0 * np.pi, GRID_X), np.linspace(0.0, end, GRID_T)
+    return {"x": x, "t": t}, kuramoto_sivashinsky_etdrk4(x, t, dt=end / (GRID_T - 1) / 200)
+
+
+EXAMPLE = Example(
+    name="kuramoto_sivashinsky",
+    build=build,
+    reference=reference,
+    presets={
+        "default": KSSettings(
+            interior=2048,
+            adam_steps=1000,
+            lbfgs_iterations=1000,
+            width=64,
+            depth=4,
+            dtype="float64",
+            causal_epsilon=1.0,
+            time_windows=10,
+            checkpoint_every=500,
+        ),
+        "fast": KSSettings(
+            interior=128,
+            adam_steps=20,
+            lbfgs_iterations=10,
+            width=8,
+            depth=2,
+            dtype="float64",
+            steps_per_call=10,
+            log_every=10,
+            checkpoint_every=10,
+            time_windows=2,
+        ),
+    },
+    target={"default": 5e-2},
+    error_fields=("u",),
+    windows=windows,
+)
+
+
+def main(argv=None) -> int:
+    return run(EXAMPLE, argv)
