@@ -124,15 +124,13 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": KSSettings(
-            interior=2048,
-            adam_steps=1000,
-            lbfgs_iterations=1000,
-            width=64,
+            interior=1024,
+            adam_steps=300,
+            lbfgs_iterations=300,
+            width=32,
             depth=4,
             dtype="float64",
-            causal_epsilon=1.0,
             time_windows=10,
-            checkpoint_every=500,
         ),
         "fast": KSSettings(
             interior=128,
