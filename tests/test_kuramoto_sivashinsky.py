@@ -86,3 +86,28 @@ def test_bad_flags_are_refused(flags, message, tmp_path, capsys):
     with pytest.raises(SystemExit):
         ks.main([*flags, "--output", str(tmp_path / "run")])
     assert message in capsys.readouterr().err
+
+
+def test_the_fourier_restart_continues_the_window_before():
+    """Window 1 starts from the Fourier series of window 0's solution at t = 1/2: equal to it there,
+    derivatives included, and it no longer calls window 0's network."""
+    import tensorflow as tf
+
+    from hodiff import pinn
+    from hodiff.operators import partials
+
+    settings = ks.EXAMPLE.presets["fast"]
+    problem, model = ks.build(settings)
+    windows = ks.windows(settings)
+    first = windows.problem(problem, 0).solution(pinn.windows.freeze(model))
+    calls = []
+    counted = lambda points: calls.append(1) or first(points)  # noqa: E731
+    model.set_weights([w + 0.05 for w in model.get_weights()])
+    second = windows.problem(problem, 1, counted).solution(model)
+    assert len(calls) == 1  # the series was taken once, when window 1 was built
+    points = tf.constant(np.stack([np.linspace(0.0, 2.0 * np.pi, 13), np.full(13, 0.5)], 1))
+    before = partials(lambda p: first(p)[:, 0], points, ("x", "t"), ("", "x", "xxxx"))
+    after = partials(lambda p: second(p)[:, 0], points, ("x", "t"), ("", "x", "xxxx"))
+    for key in before:
+        np.testing.assert_allclose(after[key].numpy(), before[key].numpy(), rtol=1e-7, atol=1e-9)
+    assert len(calls) == 1
