@@ -47,7 +47,7 @@ class KSSettings(Settings):
     causal_bins: int = setting(16, "time slices of the causal weights in each window", positive=True)
     fourier_features: int = setting(0, "random Fourier features of the embedded inputs (periodic still); 0: none")
     fourier_scale: float = setting(2.0, "standard deviation of the Fourier frequencies", positive=True)
-    restart: bool = setting(True, "each window starts from the Fourier series in x of the one before (else its network)")
+    restart: bool = setting(True, "each window starts from the Fourier series in x of the one before, not its network")
     split: bool = setting(False, "solve for u and v = u_xx (second derivatives only) instead of taking u_xxxx of u")
 
 
