@@ -105,13 +105,24 @@ def fourier_restart(dtype: str, points: int = RESTART_POINTS):
     return restart
 
 
-def windows(settings: KSSettings):
+def scaled_transform(length: float):
+    """``u = previous + (t - t_k) / length N``: the network's output is the change over a window of
+    ``length`` (order one), not the time derivative (tens where the cells form)."""
+
+    def transform(x, outputs, start, previous):
+        return previous + ((x["t"] - start) / length)[:, None] * outputs
+
+    return transform
+
+
+def windows(settings: KSSettings, end: float = END):
     """The ``settings.time_windows`` windows, each with the hard initial condition ``previous + (t - t_k) N``
     (``previous`` as its Fourier series in ``x`` unless ``--no-restart``)."""
     from hodiff import pinn
 
     restart = fourier_restart(settings.dtype) if settings.restart else None
-    return pinn.TimeWindows(settings.time_windows, initial if settings.split else initial_u, restart=restart)
+    transform = scaled_transform(end / settings.time_windows)
+    return pinn.TimeWindows(settings.time_windows, initial if settings.split else initial_u, transform, restart)
 
 
 def build(settings: KSSettings, end: float = END):
@@ -119,7 +130,7 @@ def build(settings: KSSettings, end: float = END):
     from hodiff import pinn
 
     domain = pinn.Interval("x", 0.0, 2.0 * np.pi) * pinn.TimeDomain("t", 0.0, end)
-    one = windows(dataclasses.replace(settings, time_windows=1))
+    one = windows(dataclasses.replace(settings, time_windows=1), end)
     causal = pinn.CausalWeights(settings.causal_epsilon, settings.causal_bins) if settings.causal_epsilon else None
     if settings.split:
         needs, equations, fields = ("u", "u_t", "u_x", "u_xx", "v", "v_xx"), residual, ("u", "v")
@@ -167,6 +178,7 @@ EXAMPLE = Example(
             width=32,
             depth=4,
             dtype="float64",
+            resample_every=100,
             time_windows=20,
         ),
         "fast": KSSettings(
