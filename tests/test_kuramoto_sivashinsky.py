@@ -57,6 +57,7 @@ def test_initial_values_of_both_fields():
     np.testing.assert_allclose(values[:, 1], -np.cos(x) - 4.0 * np.sin(x) * np.cos(x), atol=1e-14)  # u_xx
 
 
+@pytest.mark.slow  # 25 s: XLA compiles the fourth-order step of each window
 def test_fast_run_with_windows_and_evaluate(tmp_path):
     output = tmp_path / "run"
     assert ks.main([*TINY, "--output", str(output)]) == 0
@@ -64,7 +65,6 @@ def test_fast_run_with_windows_and_evaluate(tmp_path):
     assert metrics["error_fields"] == ["u"] and [w["end"] for w in metrics["windows"]] == [0.5, 1.0]
     assert 0.0 < metrics["relative_l2_error"] == metrics["relative_l2_error_u"] < 2.0
     saved = np.load(output / "prediction.npz")
-    assert "reference_v" not in saved and saved["prediction_v"].shape == saved["reference"].shape  # v: no reference
     x, t = np.meshgrid(saved["x"], saved["t"], indexing="ij")
     np.save(tmp_path / "points.npy", np.stack([x.ravel(), t.ravel()], 1))
     assert ks.main(["--output", str(output), "--evaluate", str(tmp_path / "points.npy")]) == 0
