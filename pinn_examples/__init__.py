@@ -28,6 +28,7 @@ EXAMPLES = (
     "insulated_plate",
     "kdv",
     "kovasznay",
+    "kuramoto_sivashinsky",
     "laplace_holes",
     "laplacian_check",
     "lid_driven_cavity",

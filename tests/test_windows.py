@@ -130,3 +130,23 @@ def test_bad_windows_are_named():
     steady = pinn.Problem(pinn.Interval("x", 0.0, 1.0), needs=("u_xx",), residual=lambda d, x, p: d["u_xx"])
     with pytest.raises(ValueError, match="no time coordinate"):
         WINDOWS.problem(steady, 0)
+    with pytest.raises(TypeError, match="restart must be a function"):
+        pinn.TimeWindows(2, initial=lambda x: x["x"], restart=3)
+
+
+def test_restart_replaces_the_window_before_once_when_the_window_is_built():
+    seen = []
+
+    def restart(previous, start):
+        seen.append(start)
+        return lambda points: previous(points) + 1.0  # any function: it only has to be what the window starts from
+
+    windows = pinn.TimeWindows(2, initial=lambda x: tf.sin(np.pi * x["x"]), transform=hard_boundary, restart=restart)
+    model = pinn.mlp(DOMAIN, width=8, depth=2, seed=1)
+    first = windows.problem(heat(), 0).solution(pinn.windows.freeze(model))
+    assert seen == []  # the first window starts from the initial condition
+    second = windows.problem(heat(), 1, first).solution(model)
+    assert seen == [0.5]
+    points = tf.constant([[0.3, 0.5], [0.7, 0.5]], tf.float64)
+    np.testing.assert_allclose(second(points).numpy(), first(points).numpy() + 1.0, rtol=0, atol=1e-14)
+    assert seen == [0.5]  # not called again when the window is evaluated

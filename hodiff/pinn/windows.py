@@ -92,16 +92,29 @@ class TimeWindows:
         of the window before, ``initial`` in the first) where ``t = start``. ``x`` has ``x.time``,
         the time coordinate's name. Default: ``previous + (t - start) * outputs``; multiply
         ``outputs`` by a function that vanishes on the boundary for hard boundary conditions too.
+      restart: ``restart(previous, start) -> function``, optional: replaces the solution of the
+        window before, ``previous(points) -> (N, fields)``, by a function that agrees with it at
+        ``t = start`` and is cheaper to differentiate (e.g. its Fourier series in a periodic
+        coordinate, evaluated once on a grid). Without it (``None``, default) window ``k``
+        evaluates, and differentiates, the frozen networks of all ``k`` windows before it; with it
+        every window costs the same. Called once per window, when its problem is built (by
+        :func:`time_marching` and :func:`restore_marching` alike, so a restored run is the same).
     """
 
     count: int
     initial: Callable[[Any], tf.Tensor]
     transform: Transform = _add_initial
+    restart: Callable[[Callable[[tf.Tensor], tf.Tensor], float], Callable[[tf.Tensor], tf.Tensor]] | None = None
 
     def __post_init__(self):
         _validate.check_count(self.count, "count", "TimeWindows")
         if not callable(self.initial) or not callable(self.transform):
             raise TypeError("TimeWindows: initial and transform must be functions (see the docstring).")
+        if self.restart is not None and not callable(self.restart):
+            raise TypeError(
+                f"TimeWindows: restart must be a function restart(previous, start) -> function, or None; got "
+                f"{type(self.restart).__name__}."
+            )
 
     def bounds(self, domain: Any) -> list[tuple[float, float]]:
         """``[(t_k, t_k+1)]`` for ``k = 0 .. count - 1`` over the domain's time interval."""
@@ -125,6 +138,8 @@ class TimeWindows:
         keep[time] = 0.0
         at_start = np.zeros(len(domain.coords))
         at_start[time] = start
+        if previous is not None and self.restart is not None:
+            previous = self.restart(previous, start)
 
         def transform(x: Any, outputs: tf.Tensor) -> tf.Tensor:
             x = _Named(x, domain.time)
