@@ -127,8 +127,11 @@ def test_pinnacle_deepxde_rows_beside_hodiffs():
     assert lines[2].endswith("| 0.5 |") and "not run to the end: exit status 1" in lines[3]
 
 
-def test_pinnacle_deepxde_trains_and_scores_a_problem(tmp_path):
-    """A few DeepXDE iterations on poisson_inverse: the harness runs and scores on the example's grid.
+@pytest.mark.parametrize(
+    "name, fields", [("poisson_inverse", {"u", "a"}), ("poisson2d_cg", {"u"}), ("ns2d_cg", {"u", "v", "p"})]
+)
+def test_pinnacle_deepxde_trains_and_scores_a_problem(tmp_path, name, fields):
+    """A few DeepXDE iterations on each problem: the harness runs and scores on the example's grid.
 
     In a child process, as the benchmark runs it: DeepXDE's seeding turns on TensorFlow's op
     determinism for the whole process (and with it Keras turns XLA off)."""
@@ -137,10 +140,10 @@ def test_pinnacle_deepxde_trains_and_scores_a_problem(tmp_path):
     import subprocess
     import sys
 
-    output = tmp_path / "poisson_inverse-deepxde.json"
-    command = [sys.executable, "-m", "benchmarks.pinnacle_deepxde", "poisson_inverse", "--seconds", "60"]
+    output = tmp_path / f"{name}-deepxde.json"
+    command = [sys.executable, "-m", "benchmarks.pinnacle_deepxde", name, "--seconds", "60"]
     done = subprocess.run(command + ["--iterations", "3", "--output", str(output)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(output.read_text())
-    assert result["iterations"] == 3 and set(result) >= {"relative_l2_error_u", "relative_l2_error_a"}
+    assert result["iterations"] == 3 and set(result) >= {f"relative_l2_error_{field}" for field in fields}
     assert 0.0 < result["relative_l2_error"] < 10.0
