@@ -31,6 +31,8 @@ import logging
 import math
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -304,11 +306,14 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     )
     parser.add_argument("--tensorboard", action="store_true", help="also write TensorBoard logs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    # internal: the child process that trains time window K of a marched run (see fit)
+    parser.add_argument("--train-window", type=int, default=None, help=argparse.SUPPRESS)
     parser.epilog = (
         f"Exit status: 0 when the preset's target is met or it has none, {TARGET_MISSED} when it is "
         "missed, 2 for bad flags, 1 for other errors."
     )
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the windows' child processes get the same flags
     if args.evaluate is not None and (args.resume or args.overwrite):
         parser.error("--evaluate reads a finished run and trains nothing; leave out --resume and --overwrite")
     names = [f.name for f in dataclasses.fields(settings_type)]
@@ -523,6 +528,61 @@ class MarchedRun:
         ]
 
 
+class _WindowsTrained(Exception):
+    """Raised by a window child's ``train`` at the first window after its own: the child is done."""
+
+
+def _window_trainer(example: Example, settings: Settings, args: argparse.Namespace, results: list, last: int | None):
+    """``train(window, network, output)`` for :func:`hodiff.pinn.time_marching`: the window's trainer with
+    ``settings``, Adam then L-BFGS (their results appended to ``results``); past window ``last`` (not ``None``)
+    it raises :class:`_WindowsTrained` instead."""
+
+    def train(window: Any, network: Any, output: Any) -> Any:
+        k = output.settings["time_window"]["index"]
+        if last is not None and k > last:
+            raise _WindowsTrained
+        trainer = make_trainer(
+            window, network, settings, output.directory, output.resume, output.overwrite, args.tensorboard,
+            not args.no_progress, None, example.diagnose, output.settings,
+        )  # fmt: skip
+        start, end = window.domain.bounds[window.domain.time]
+        if k == last:  # the child's own window (the windows before it, and all in the parent, are restored)
+            print(f"{example.name}: window {k + 1} of {settings.time_windows}, t in [{start:g}, {end:g}]")
+        trainer.adam(settings.adam_steps)
+        results.append(trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None)
+        return trainer
+
+    return train
+
+
+def train_window(example: Example, problem: Any, model: Any, settings: Settings, args: argparse.Namespace) -> int:
+    """``--train-window K`` (internal, a child of :func:`fit`): restores windows ``0 .. K - 1`` of the run in
+    ``--output`` and trains (or resumes) window ``K``; the parent holds the run's lock and writes the results."""
+    from hodiff import pinn
+
+    assert example.windows is not None  # parse_args refuses --time-windows otherwise
+    windows = example.windows(settings)
+    train = _window_trainer(example, settings, args, [], args.train_window)
+    try:
+        pinn.time_marching(problem, model, windows, train, args.output, resume=True)
+    except _WindowsTrained:
+        pass
+    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
+        raise SystemExit(f"{example.name}: {error}") from None
+    return 0
+
+
+def _window_child(example: Example, args: argparse.Namespace, k: int) -> None:
+    """Trains window ``k`` in a child process (``--train-window k``, the same flags otherwise, resuming)."""
+    flags = [flag for flag in args.argv if flag not in ("--resume", "--overwrite")]
+    command = [sys.executable, "-m", "pinn_examples", example.name, *flags, "--output", args.output, "--resume"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where pinn_examples is imported from
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    status = subprocess.run([*command, "--train-window", str(k)], env=env, check=False).returncode
+    if status:
+        raise SystemExit(f"{example.name}: training window {k} stopped (exit status {status}); resume with --resume.")
+
+
 def fit(
     example: Example,
     problem: Any,
@@ -538,36 +598,34 @@ def fit(
     with ``--time-windows N > 1`` :func:`hodiff.pinn.time_marching` over ``example.windows(settings)``,
     each window a run in ``OUTPUT/window-<k>`` trained with the same settings; then ``trainer`` is a
     :class:`MarchedRun`, the L-BFGS result the last window's, and the extra metrics list the windows.
+
+    Each window trains in a child process of its own (``--train-window k``), which restores the windows
+    before it from their checkpoints, and this process then restores them all: TensorFlow keeps every
+    XLA-compiled function for the life of the process (its compilation cache has no eviction), so a
+    marched run in one process grew by each window's compiled steps (0.9 GB a window for
+    ``kuramoto_sivashinsky``); this way the peak is that of one window.
     """
-    progress = not args.no_progress
-    count = getattr(settings, "time_windows", 1)
-    if args.overwrite:  # the windows of a replaced marched run beyond this run's (--evaluate reads window-0 first)
+    progress, count = not args.no_progress, getattr(settings, "time_windows", 1)
+    if args.overwrite:  # the windows of a replaced marched run (--evaluate reads window-0 first)
         for name in os.listdir(args.output):
-            if name.startswith("window-") and name[7:].isdigit() and int(name[7:]) >= (count if count > 1 else 0):
+            if name.startswith("window-") and name[7:].isdigit():
                 shutil.rmtree(os.path.join(args.output, name))
     if count > 1:
         from hodiff import pinn
         from hodiff.pinn.runlog import write_csv
 
-        results: list = []
-
-        def train(window: Any, network: Any, output: Any) -> Any:
-            trainer = make_trainer(
-                window, network, settings, output.directory, output.resume, output.overwrite, args.tensorboard,
-                progress, None, example.diagnose, output.settings,
-            )  # fmt: skip
-            k = output.settings["time_window"]["index"]
-            start, end = window.domain.bounds[window.domain.time]
-            print(f"{example.name}: window {k + 1} of {settings.time_windows}, t in [{start:g}, {end:g}]")
-            trainer.adam(settings.adam_steps)
-            results.append(trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None)
-            return trainer
-
         assert example.windows is not None  # parse_args refuses --time-windows otherwise
         print(f"{example.name}: {dataclasses.asdict(settings)}")
         try:
             windows = example.windows(settings)
-            marching = pinn.time_marching(problem, model, windows, train, args.output, args.resume, args.overwrite)
+        except ValueError as error:
+            raise SystemExit(f"{example.name}: {error}") from None
+        for k in range(count):
+            _window_child(example, args, k)
+        results: list = []
+        train = _window_trainer(example, settings, args, results, None)
+        try:  # every window restored from its checkpoints: nothing is trained or compiled here
+            marching = pinn.time_marching(problem, model, windows, train, args.output, resume=True)
         except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
             raise SystemExit(f"{example.name}: {error}") from None
         run = MarchedRun(marching)
@@ -892,6 +950,8 @@ def _run(example: Example, argv: list[str] | None) -> int:
         args.output = worker_output(args.output)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         problem, model = example.build(settings)
+    if args.train_window is not None:  # a child of a marched run: the parent checked --output and writes results
+        return train_window(example, problem, model, settings, args)
     _check_memory(settings, len(problem.domain.coords))
     check_output(args)
     axes, values = example.reference()
