@@ -532,22 +532,27 @@ class _WindowsTrained(Exception):
     """Raised by a window child's ``train`` at the first window after its own: the child is done."""
 
 
-def _window_trainer(example: Example, settings: Settings, args: argparse.Namespace, results: list, last: int | None):
+def _window_trainer(
+    example: Example, settings: Settings, args: argparse.Namespace, results: list, last: int | None, windows: Any = None
+):
     """``train(window, network, output)`` for :func:`hodiff.pinn.time_marching`: the window's trainer with
-    ``settings``, Adam then L-BFGS (their results appended to ``results``); past window ``last`` (not ``None``)
-    it raises :class:`_WindowsTrained` instead."""
+    ``settings``, Adam then L-BFGS (their results appended to ``results``). In a window's child process
+    (``last`` the window it trains, ``windows`` the :class:`hodiff.pinn.TimeWindows`) window ``last`` is
+    started, resumed or replaced as the command line says (the windows before it are restored), and the
+    window after it raises :class:`_WindowsTrained`."""
 
     def train(window: Any, network: Any, output: Any) -> Any:
         k = output.settings["time_window"]["index"]
         if last is not None and k > last:
             raise _WindowsTrained
+        if k == last:
+            output = windows.output(args.output, k, args.resume, args.overwrite)
+            start, end = window.domain.bounds[window.domain.time]
+            print(f"{example.name}: window {k + 1} of {settings.time_windows}, t in [{start:g}, {end:g}]")
         trainer = make_trainer(
             window, network, settings, output.directory, output.resume, output.overwrite, args.tensorboard,
             not args.no_progress, None, example.diagnose, output.settings,
         )  # fmt: skip
-        start, end = window.domain.bounds[window.domain.time]
-        if k == last:  # the child's own window (the windows before it, and all in the parent, are restored)
-            print(f"{example.name}: window {k + 1} of {settings.time_windows}, t in [{start:g}, {end:g}]")
         trainer.adam(settings.adam_steps)
         results.append(trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None)
         return trainer
@@ -557,12 +562,13 @@ def _window_trainer(example: Example, settings: Settings, args: argparse.Namespa
 
 def train_window(example: Example, problem: Any, model: Any, settings: Settings, args: argparse.Namespace) -> int:
     """``--train-window K`` (internal, a child of :func:`fit`): restores windows ``0 .. K - 1`` of the run in
-    ``--output`` and trains (or resumes) window ``K``; the parent holds the run's lock and writes the results."""
+    ``--output`` and trains window ``K`` (afresh, resumed or replaced as ``--resume`` / ``--overwrite``
+    say); the parent checked ``--output``, holds its lock and writes the results."""
     from hodiff import pinn
 
     assert example.windows is not None  # parse_args refuses --time-windows otherwise
     windows = example.windows(settings)
-    train = _window_trainer(example, settings, args, [], args.train_window)
+    train = _window_trainer(example, settings, args, [], args.train_window, windows)
     try:
         pinn.time_marching(problem, model, windows, train, args.output, resume=True)
     except _WindowsTrained:
@@ -573,14 +579,21 @@ def train_window(example: Example, problem: Any, model: Any, settings: Settings,
 
 
 def _window_child(example: Example, args: argparse.Namespace, k: int) -> None:
-    """Trains window ``k`` in a child process (``--train-window k``, the same flags otherwise, resuming)."""
-    flags = [flag for flag in args.argv if flag not in ("--resume", "--overwrite")]
-    command = [sys.executable, "-m", "pinn_examples", example.name, *flags, "--output", args.output, "--resume"]
+    """Trains window ``k`` in a child process: ``--train-window k`` with this command's flags. Its output
+    passes through; a failure stops this process with the child's last line (its error)."""
+    command = [sys.executable, "-m", "pinn_examples", example.name, *args.argv, "--output", args.output]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where pinn_examples is imported from
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    status = subprocess.run([*command, "--train-window", str(k)], env=env, check=False).returncode
-    if status:
-        raise SystemExit(f"{example.name}: training window {k} stopped (exit status {status}); resume with --resume.")
+    sys.stdout.flush()
+    child = subprocess.Popen([*command, "--train-window", str(k)], env=env, stderr=subprocess.PIPE, text=True)
+    last = ""
+    assert child.stderr is not None
+    for line in child.stderr:  # passed on as it comes; the last line is the error of a failed child
+        sys.stderr.write(line)
+        last = line.strip() or last
+    if child.wait():
+        problem = last if last.startswith(f"{example.name}:") else f"{example.name}: {last}"
+        raise SystemExit(f"{problem} (training window {k} in a child process, exit status {child.returncode})")
 
 
 def fit(
@@ -606,9 +619,9 @@ def fit(
     ``kuramoto_sivashinsky``); this way the peak is that of one window.
     """
     progress, count = not args.no_progress, getattr(settings, "time_windows", 1)
-    if args.overwrite:  # the windows of a replaced marched run (--evaluate reads window-0 first)
+    if args.overwrite:  # the windows of a replaced marched run beyond this run's (--evaluate reads window-0 first)
         for name in os.listdir(args.output):
-            if name.startswith("window-") and name[7:].isdigit():
+            if name.startswith("window-") and name[7:].isdigit() and int(name[7:]) >= (count if count > 1 else 0):
                 shutil.rmtree(os.path.join(args.output, name))
     if count > 1:
         from hodiff import pinn
@@ -623,14 +636,18 @@ def fit(
         for k in range(count):
             _window_child(example, args, k)
         results: list = []
-        train = _window_trainer(example, settings, args, results, None)
+        train = _window_trainer(example, settings, args, results, None)  # restores, as the children trained them
         try:  # every window restored from its checkpoints: nothing is trained or compiled here
             marching = pinn.time_marching(problem, model, windows, train, args.output, resume=True)
         except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
             raise SystemExit(f"{example.name}: {error}") from None
         run = MarchedRun(marching)
         write_csv(os.path.join(args.output, "history.csv"), run.history)  # every window's rows, in one file
-        return run, results[-1], {"windows": run.window_metrics(results)}
+        metrics = {"windows": run.window_metrics(results)}
+        for trainer in marching.trainers:  # restored, done: their windows' locks go (a later run's children take them)
+            if trainer.run_log is not None:
+                trainer.run_log.close()
+        return run, results[-1], metrics
     try:
         trainer = make_trainer(
             problem, model, settings, args.output, args.resume, args.overwrite, args.tensorboard, progress, strategy,
