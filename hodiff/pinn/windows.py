@@ -17,6 +17,18 @@ windows from their last checkpoints (no training) and continues the window that 
 from its latest checkpoint, so the result equals the uninterrupted run's.
 :func:`restore_marching` rebuilds the trained solution from the directory alone (``--evaluate``).
 
+The network's time input is scaled over the whole horizon (:func:`~hodiff.pinn.mlp`), so each
+window spans ``1 / count`` of its range; ``TimeWindows(..., local_time=True)`` feeds window ``k``'s
+network ``t0 + (t - t_k) * count`` instead (the window's :attr:`~hodiff.pinn.Problem.input_transform`),
+so that every window spans the whole range. The residual, conditions and transform see ``t``.
+
+Memory: TensorFlow keeps every XLA-compiled function for the life of the process (its compilation
+cache has no eviction), and each window's trainer compiles its own steps, so one process that trains
+``count`` windows holds ``count`` windows' compiled steps (0.9 GB a window for a fourth-order
+problem). The examples' runner trains each window in a child process of its own for that reason
+(``pinn_examples/_runner.py``); :func:`time_marching` with ``resume=True`` then restores them all
+without compiling a training step.
+
 References:
   Wang, Sankaran & Perdikaris (2024), "Respecting causality for training physics-informed
   neural networks", CMAME 421 (time-marching and causal weights); Wang, Wang, Bhartari &
