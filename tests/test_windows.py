@@ -203,6 +203,8 @@ def test_local_time_marches_the_decay_to_the_exact_solution_and_restores_identic
     np.testing.assert_allclose(marched.predict(points)[:, 0], exact, atol=2e-2)
     restored = pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2, seed=5), windows, str(tmp_path))
     np.testing.assert_array_equal(restored.predict(points), marched.predict(points))
+    with pytest.raises(ValueError, match="has an input_transform"):  # a .keras file would drop the local time
+        pinn.saving.solution_model(windows.problem(DECAY, 0), pinn.mlp(DOMAIN, width=8, depth=2))
     with pytest.raises(ValueError, match="has one already"):
         windows.problem(DECAY.replace(input_transform=lambda p: p), 0)
     with pytest.raises(TypeError, match="local_time must be True or False"):
