@@ -528,27 +528,11 @@ class MarchedRun:
         ]
 
 
-class _WindowsTrained(Exception):
-    """Raised by a window child's ``train`` at the first window after its own: the child is done."""
-
-
-def _window_trainer(
-    example: Example, settings: Settings, args: argparse.Namespace, results: list, last: int | None, windows: Any = None
-):
+def _window_trainer(example: Example, settings: Settings, args: argparse.Namespace, results: list):
     """``train(window, network, output)`` for :func:`hodiff.pinn.time_marching`: the window's trainer with
-    ``settings``, Adam then L-BFGS (their results appended to ``results``). In a window's child process
-    (``last`` the window it trains, ``windows`` the :class:`hodiff.pinn.TimeWindows`) window ``last`` is
-    started, resumed or replaced as the command line says (the windows before it are restored), and the
-    window after it raises :class:`_WindowsTrained`."""
+    ``settings``, Adam then L-BFGS (their results appended to ``results``)."""
 
     def train(window: Any, network: Any, output: Any) -> Any:
-        k = output.settings["time_window"]["index"]
-        if last is not None and k > last:
-            raise _WindowsTrained
-        if k == last:
-            output = windows.output(args.output, k, args.resume, args.overwrite)
-            start, end = window.domain.bounds[window.domain.time]
-            print(f"{example.name}: window {k + 1} of {settings.time_windows}, t in [{start:g}, {end:g}]")
         trainer = make_trainer(
             window, network, settings, output.directory, output.resume, output.overwrite, args.tensorboard,
             not args.no_progress, None, example.diagnose, output.settings,
@@ -562,17 +546,21 @@ def _window_trainer(
 
 def train_window(example: Example, problem: Any, model: Any, settings: Settings, args: argparse.Namespace) -> int:
     """``--train-window K`` (internal, a child of :func:`fit`): restores windows ``0 .. K - 1`` of the run in
-    ``--output`` and trains window ``K`` (afresh, resumed or replaced as ``--resume`` / ``--overwrite``
-    say); the parent checked ``--output``, holds its lock and writes the results."""
+    ``--output`` from their checkpoints (:func:`hodiff.pinn.restore_marching`, no trainers) and trains window
+    ``K`` (afresh, resumed or replaced as ``--resume`` / ``--overwrite`` say); the parent checked ``--output``,
+    holds its lock and writes the results."""
     from hodiff import pinn
 
     assert example.windows is not None  # parse_args refuses --time-windows otherwise
-    windows = example.windows(settings)
-    train = _window_trainer(example, settings, args, [], args.train_window, windows)
+    windows, k = example.windows(settings), args.train_window
     try:
-        pinn.time_marching(problem, model, windows, train, args.output, resume=True)
-    except _WindowsTrained:
-        pass
+        previous = pinn.restore_marching(problem, model, windows, args.output, k).solutions[-1] if k else None
+        window = windows.problem(problem, k, previous)  # model holds window k - 1's last weights
+        start, end = window.domain.bounds[window.domain.time]
+        print(f"{example.name}: window {k + 1} of {windows.count}, t in [{start:g}, {end:g}]")
+        _window_trainer(example, settings, args, [])(
+            window, model, windows.output(args.output, k, args.resume, args.overwrite)
+        )
     except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
         raise SystemExit(f"{example.name}: {error}") from None
     return 0
@@ -636,7 +624,7 @@ def fit(
         for k in range(count):
             _window_child(example, args, k)
         results: list = []
-        train = _window_trainer(example, settings, args, results, None)  # restores, as the children trained them
+        train = _window_trainer(example, settings, args, results)  # restores them, as the children trained them
         try:  # every window restored from its checkpoints: nothing is trained or compiled here
             marching = pinn.time_marching(problem, model, windows, train, args.output, resume=True)
         except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:

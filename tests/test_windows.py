@@ -114,6 +114,12 @@ def test_a_run_killed_mid_window_resumes_exactly_and_restores_for_evaluation(tmp
     np.testing.assert_array_equal(resumed.predict(points), full.predict(points))
     restored = pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2, seed=5), WINDOWS, str(tmp_path / "full"))
     np.testing.assert_array_equal(restored.predict(points), full.predict(points))
+    first = pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "full"), count=1)
+    at = tf.constant(points)
+    assert len(first.solutions) == 1  # the first window only (a window's child process restores those before it)
+    np.testing.assert_array_equal(first.solutions[0](at).numpy(), full.solutions[0](at).numpy())
+    with pytest.raises(ValueError, match="count=3 must be an int in 1 .. 2"):
+        pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "full"), count=3)
     with pytest.raises(FileNotFoundError, match="window 0 .* has no readable checkpoint"):
         pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "none"))
 

@@ -349,15 +349,23 @@ def time_marching(
     return Marching(problem, windows, solutions, trainers, tf.as_dtype(model.weights[0].dtype))
 
 
-def restore_marching(problem: Problem, model: keras.Model, windows: TimeWindows, directory: str) -> Marching:
+def restore_marching(
+    problem: Problem, model: keras.Model, windows: TimeWindows, directory: str, count: int | None = None
+) -> Marching:
     """The trained solution of the time-marching run in ``directory``, from each window's newest
-    readable checkpoint (nothing is trained or written).
+    readable checkpoint (nothing is trained or written); ``model`` ends with the last window's weights.
+
+    Args:
+      count: restore the first ``count`` windows only (e.g. to train window ``count`` next, from
+        ``solutions[-1]`` and the weights ``model`` then holds); ``None`` (default): all of them.
 
     Raises:
       FileNotFoundError: a window has no readable checkpoint (the run did not get that far).
     """
+    if count is not None and not (isinstance(count, int) and 0 < count <= windows.count):
+        raise ValueError(f"restore_marching: count={count!r} must be an int in 1 .. {windows.count}, or None.")
     solutions, previous = [], None
-    for k in range(windows.count):
+    for k in range(windows.count if count is None else count):
         window = windows.problem(problem, k, previous)
         prefixes = [prefix for _, prefix in checkpoint_files(os.path.join(directory, f"window-{k}"))]
         for prefix in prefixes:
