@@ -31,6 +31,8 @@ import logging
 import math
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -304,11 +306,14 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     )
     parser.add_argument("--tensorboard", action="store_true", help="also write TensorBoard logs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    # internal: the child process that trains time window K of a marched run (see fit)
+    parser.add_argument("--train-window", type=int, default=None, help=argparse.SUPPRESS)
     parser.epilog = (
         f"Exit status: 0 when the preset's target is met or it has none, {TARGET_MISSED} when it is "
         "missed, 2 for bad flags, 1 for other errors."
     )
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the windows' child processes get the same flags
     if args.evaluate is not None and (args.resume or args.overwrite):
         parser.error("--evaluate reads a finished run and trains nothing; leave out --resume and --overwrite")
     names = [f.name for f in dataclasses.fields(settings_type)]
@@ -523,6 +528,62 @@ class MarchedRun:
         ]
 
 
+def _window_trainer(example: Example, settings: Settings, args: argparse.Namespace, results: list):
+    """``train(window, network, output)`` for :func:`hodiff.pinn.time_marching`: the window's trainer with
+    ``settings``, Adam then L-BFGS (their results appended to ``results``)."""
+
+    def train(window: Any, network: Any, output: Any) -> Any:
+        trainer = make_trainer(
+            window, network, settings, output.directory, output.resume, output.overwrite, args.tensorboard,
+            not args.no_progress, None, example.diagnose, output.settings,
+        )  # fmt: skip
+        trainer.adam(settings.adam_steps)
+        results.append(trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None)
+        return trainer
+
+    return train
+
+
+def train_window(example: Example, problem: Any, model: Any, settings: Settings, args: argparse.Namespace) -> int:
+    """``--train-window K`` (internal, a child of :func:`fit`): restores windows ``0 .. K - 1`` of the run in
+    ``--output`` from their checkpoints (:func:`hodiff.pinn.restore_marching`, no trainers) and trains window
+    ``K`` (afresh, resumed or replaced as ``--resume`` / ``--overwrite`` say); the parent checked ``--output``,
+    holds its lock and writes the results."""
+    from hodiff import pinn
+
+    assert example.windows is not None  # parse_args refuses --time-windows otherwise
+    windows, k = example.windows(settings), args.train_window
+    try:
+        previous = pinn.restore_marching(problem, model, windows, args.output, k).solutions[-1] if k else None
+        window = windows.problem(problem, k, previous)  # model holds window k - 1's last weights
+        start, end = window.domain.bounds[window.domain.time]
+        print(f"{example.name}: window {k + 1} of {windows.count}, t in [{start:g}, {end:g}]")
+        _window_trainer(example, settings, args, [])(
+            window, model, windows.output(args.output, k, args.resume, args.overwrite)
+        )
+    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
+        raise SystemExit(f"{example.name}: {error}") from None
+    return 0
+
+
+def _window_child(example: Example, args: argparse.Namespace, k: int) -> None:
+    """Trains window ``k`` in a child process: ``--train-window k`` with this command's flags. Its output
+    passes through; a failure stops this process with the child's last line (its error)."""
+    command = [sys.executable, "-m", "pinn_examples", example.name, *args.argv, "--output", args.output]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where pinn_examples is imported from
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    sys.stdout.flush()
+    child = subprocess.Popen([*command, "--train-window", str(k)], env=env, stderr=subprocess.PIPE, text=True)
+    last = ""
+    assert child.stderr is not None
+    for line in child.stderr:  # passed on as it comes; the last line is the error of a failed child
+        sys.stderr.write(line)
+        last = line.strip() or last
+    if child.wait():
+        problem = last if last.startswith(f"{example.name}:") else f"{example.name}: {last}"
+        raise SystemExit(f"{problem} (training window {k} in a child process, exit status {child.returncode})")
+
+
 def fit(
     example: Example,
     problem: Any,
@@ -538,9 +599,14 @@ def fit(
     with ``--time-windows N > 1`` :func:`hodiff.pinn.time_marching` over ``example.windows(settings)``,
     each window a run in ``OUTPUT/window-<k>`` trained with the same settings; then ``trainer`` is a
     :class:`MarchedRun`, the L-BFGS result the last window's, and the extra metrics list the windows.
+
+    Each window trains in a child process of its own (``--train-window k``), which restores the windows
+    before it from their checkpoints, and this process then restores them all: TensorFlow keeps every
+    XLA-compiled function for the life of the process (its compilation cache has no eviction), so a
+    marched run in one process grew by each window's compiled steps (0.9 GB a window for
+    ``kuramoto_sivashinsky``); this way the peak is that of one window.
     """
-    progress = not args.no_progress
-    count = getattr(settings, "time_windows", 1)
+    progress, count = not args.no_progress, getattr(settings, "time_windows", 1)
     if args.overwrite:  # the windows of a replaced marched run beyond this run's (--evaluate reads window-0 first)
         for name in os.listdir(args.output):
             if name.startswith("window-") and name[7:].isdigit() and int(name[7:]) >= (count if count > 1 else 0):
@@ -549,30 +615,27 @@ def fit(
         from hodiff import pinn
         from hodiff.pinn.runlog import write_csv
 
-        results: list = []
-
-        def train(window: Any, network: Any, output: Any) -> Any:
-            trainer = make_trainer(
-                window, network, settings, output.directory, output.resume, output.overwrite, args.tensorboard,
-                progress, None, example.diagnose, output.settings,
-            )  # fmt: skip
-            k = output.settings["time_window"]["index"]
-            start, end = window.domain.bounds[window.domain.time]
-            print(f"{example.name}: window {k + 1} of {settings.time_windows}, t in [{start:g}, {end:g}]")
-            trainer.adam(settings.adam_steps)
-            results.append(trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None)
-            return trainer
-
         assert example.windows is not None  # parse_args refuses --time-windows otherwise
         print(f"{example.name}: {dataclasses.asdict(settings)}")
         try:
             windows = example.windows(settings)
-            marching = pinn.time_marching(problem, model, windows, train, args.output, args.resume, args.overwrite)
+        except ValueError as error:
+            raise SystemExit(f"{example.name}: {error}") from None
+        for k in range(count):
+            _window_child(example, args, k)
+        results: list = []
+        train = _window_trainer(example, settings, args, results)  # restores them, as the children trained them
+        try:  # every window restored from its checkpoints: nothing is trained or compiled here
+            marching = pinn.time_marching(problem, model, windows, train, args.output, resume=True)
         except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
             raise SystemExit(f"{example.name}: {error}") from None
         run = MarchedRun(marching)
         write_csv(os.path.join(args.output, "history.csv"), run.history)  # every window's rows, in one file
-        return run, results[-1], {"windows": run.window_metrics(results)}
+        metrics = {"windows": run.window_metrics(results)}
+        for trainer in marching.trainers:  # restored, done: their windows' locks go (a later run's children take them)
+            if trainer.run_log is not None:
+                trainer.run_log.close()
+        return run, results[-1], metrics
     try:
         trainer = make_trainer(
             problem, model, settings, args.output, args.resume, args.overwrite, args.tensorboard, progress, strategy,
@@ -892,6 +955,8 @@ def _run(example: Example, argv: list[str] | None) -> int:
         args.output = worker_output(args.output)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         problem, model = example.build(settings)
+    if args.train_window is not None:  # a child of a marched run: the parent checked --output and writes results
+        return train_window(example, problem, model, settings, args)
     _check_memory(settings, len(problem.domain.coords))
     check_output(args)
     axes, values = example.reference()

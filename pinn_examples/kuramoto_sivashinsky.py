@@ -52,6 +52,7 @@ class KSSettings(Settings):
     fourier_scale: float = setting(2.0, "standard deviation of the Fourier frequencies", positive=True)
     restart: bool = setting(True, "each window starts from the Fourier series in x of the one before, not its network")
     split: bool = setting(False, "solve for u and v = u_xx (second derivatives only) instead of taking u_xxxx of u")
+    local_time: bool = setting(False, "each window's network sees its time stretched over the horizon (TimeWindows)")
 
 
 def residual(d, x, p):
@@ -125,7 +126,9 @@ def windows(settings: KSSettings, end: float = END):
 
     restart = fourier_restart(settings.dtype) if settings.restart else None
     transform = scaled_transform(end / settings.time_windows)
-    return pinn.TimeWindows(settings.time_windows, initial if settings.split else initial_u, transform, restart)
+    return pinn.TimeWindows(
+        settings.time_windows, initial if settings.split else initial_u, transform, restart, settings.local_time
+    )
 
 
 def build(settings: KSSettings, end: float = END):

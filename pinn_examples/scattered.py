@@ -50,8 +50,10 @@ def predict(trainer: Any, points: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def peak_memory_mib() -> float:
-    """This process's peak resident memory so far (``ru_maxrss``, KiB on Linux), in MiB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """The peak resident memory so far (``ru_maxrss``, KiB on Linux) of this process or of a child it
+    waited for (a marched run's windows train in child processes), in MiB."""
+    own, children = (resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return max(own, children) / 1024.0
 
 
 def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
@@ -65,6 +67,8 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
         args.output = _runner.worker_output(args.output)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         problem, model = example.build(settings)
+    if args.train_window is not None:  # a child of a marched run (_runner.fit)
+        return _runner.train_window(example, problem, model, settings, args)
     _runner.check_output(args)
     points, exact = scattered.test_set()
     if points.shape[1] != len(problem.domain.coords) or set(exact) - set(problem.fields):

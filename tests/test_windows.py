@@ -114,6 +114,12 @@ def test_a_run_killed_mid_window_resumes_exactly_and_restores_for_evaluation(tmp
     np.testing.assert_array_equal(resumed.predict(points), full.predict(points))
     restored = pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2, seed=5), WINDOWS, str(tmp_path / "full"))
     np.testing.assert_array_equal(restored.predict(points), full.predict(points))
+    first = pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "full"), count=1)
+    at = tf.constant(points)
+    assert len(first.solutions) == 1  # the first window only (a window's child process restores those before it)
+    np.testing.assert_array_equal(first.solutions[0](at).numpy(), full.solutions[0](at).numpy())
+    with pytest.raises(ValueError, match="count=3 must be an int in 1 .. 2"):
+        pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "full"), count=3)
     with pytest.raises(FileNotFoundError, match="window 0 .* has no readable checkpoint"):
         pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "none"))
 
@@ -150,3 +156,62 @@ def test_restart_replaces_the_window_before_once_when_the_window_is_built():
     points = tf.constant([[0.3, 0.5], [0.7, 0.5]], tf.float64)
     np.testing.assert_allclose(second(points).numpy(), first(points).numpy() + 1.0, rtol=0, atol=1e-14)
     assert seen == [0.5]  # not called again when the window is evaluated
+
+
+def local_windows(count=4, **options):
+    return pinn.TimeWindows(count, initial=lambda x: tf.sin(np.pi * x["x"]), transform=hard_boundary, **options)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_local_time_feeds_each_window_network_its_own_time_stretched_over_the_horizon(dtype, run):
+    """With local_time the network of window k = 2 of [0.5, 0.75] sees t0 + (t - t_k) * count = 4 (t - 0.5)
+    (derivatives through it), the residual and the transform still t; without it the network sees t."""
+    previous = lambda points: 0.25 * points[:, :1]  # noqa: E731 - any window before
+    network = lambda points: points[:, 1:] ** 2  # noqa: E731 - the time it is given, squared
+    points = tf.constant([[0.2, 0.5], [0.4, 0.6], [0.9, 0.75]], dtype)
+    x, t = points.numpy()[:, 0].astype(np.float64), points.numpy()[:, 1].astype(np.float64)
+    lift = (t - 0.5) * x * (1.0 - x)  # hard_boundary's (t - start) x (1 - x)
+    for local, seen in ((True, 4.0 * (t - 0.5)), (False, t)):
+        window = local_windows(local_time=local).problem(heat(), 2, previous)
+        solution = window.solution(network)
+
+        def value_and_u_t(p, solution=solution):
+            with tf.GradientTape() as tape:
+                tape.watch(p)
+                u = solution(p)
+            return u, tape.gradient(u, p)[:, 1]
+
+        u, u_t = run(value_and_u_t, points)
+        tolerance = 1e-6 if dtype == "float32" else 1e-13
+        np.testing.assert_allclose(u.numpy()[:, 0], 0.25 * x + lift * seen**2, rtol=tolerance, atol=tolerance)
+        d_seen = 4.0 if local else 1.0  # chain rule: d(seen)/dt
+        expected = x * (1.0 - x) * seen**2 + lift * 2.0 * seen * d_seen
+        np.testing.assert_allclose(u_t.numpy(), expected, rtol=tolerance, atol=tolerance)
+    assert window.input_transform is None and local_windows(local_time=True).problem(heat(), 0).input_transform
+
+
+def test_local_time_marches_the_decay_to_the_exact_solution_and_restores_identically(tmp_path):
+    """u_t = -u, u(x, 0) = sin(pi x) in 4 windows with local time (XLA training): u = sin(pi x) exp(-t); the
+    solution restored from the directory equals the trained one."""
+    windows = pinn.TimeWindows(4, initial=lambda x: tf.sin(np.pi * x["x"])[:, None], local_time=True)
+
+    def train(problem, model, output):
+        trainer = pinn.Trainer(
+            pinn.TrainingData(problem, interior=64, seed=3), model, learning_rate=1e-2, output=output,
+            schedule=pinn.Schedule(steps_per_call=50, log_every=50, checkpoint_every=50, progress=False),
+        )  # fmt: skip
+        trainer.adam(300)
+        return trainer
+
+    marched = pinn.time_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2, seed=2), windows, train, str(tmp_path))
+    points = DOMAIN.sample_interior(64, seed=9)
+    exact = np.sin(np.pi * points[:, 0]) * np.exp(-points[:, 1])
+    np.testing.assert_allclose(marched.predict(points)[:, 0], exact, atol=2e-2)
+    restored = pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2, seed=5), windows, str(tmp_path))
+    np.testing.assert_array_equal(restored.predict(points), marched.predict(points))
+    with pytest.raises(ValueError, match="has an input_transform"):  # a .keras file would drop the local time
+        pinn.saving.solution_model(windows.problem(DECAY, 0), pinn.mlp(DOMAIN, width=8, depth=2))
+    with pytest.raises(ValueError, match="has one already"):
+        windows.problem(DECAY.replace(input_transform=lambda p: p), 0)
+    with pytest.raises(TypeError, match="local_time must be True or False"):
+        pinn.TimeWindows(2, initial=lambda x: x["x"], local_time=1)

@@ -187,6 +187,10 @@ class Problem:
       output_transform: ``output_transform(x, outputs) -> outputs``, applied to the network's
         ``(N, fields)`` output to impose conditions exactly (hard constraints); ``x`` maps the
         coordinate names to columns.
+      input_transform: ``input_transform(points) -> points``, ``(N, d) -> (N, d)``: the network is
+        evaluated there instead of at the points themselves (e.g. a time window's local time,
+        :class:`~hodiff.pinn.TimeWindows`); the residual, the conditions and ``output_transform``
+        still see the points. Derivatives go through it (chain rule). ``None`` (default): none.
       residual_names: the loss-term names of the residuals, one per equation. ``None``
         (default): the keys of a dict residual (found by calling the residual once on dummy
         values at construction), else ``("residual",)``; a tuple of several equations must be
@@ -220,7 +224,14 @@ class Problem:
         causal: CausalWeights | None = None,
         unbiased: bool = True,
         partials_method: str = "nested",
+        input_transform: Callable[[tf.Tensor], tf.Tensor] | None = None,
     ):
+        if input_transform is not None and not callable(input_transform):
+            raise TypeError(
+                f"Problem: input_transform must be a function (N, d) points -> (N, d) points, or None; got "
+                f"{type(input_transform).__name__}."
+            )
+        self.input_transform = input_transform
         if partials_method not in ("nested", "forward"):
             raise ValueError(
                 f"Problem: partials_method={partials_method!r} is not an option; use 'nested' (tapes) or "
@@ -327,7 +338,7 @@ class Problem:
     def replace(self, **changes: Any) -> Problem:
         """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``; ``domain``
         for the same problem on another domain, e.g. a time window)."""
-        allowed = ("causal", "weights", "output_transform", "unbiased", "partials_method", "domain")
+        allowed = ("causal", "weights", "output_transform", "unbiased", "partials_method", "domain", "input_transform")
         unknown = set(changes) - set(allowed)
         if unknown:
             raise ValueError(
@@ -346,6 +357,7 @@ class Problem:
             "causal": self.causal,
             "unbiased": self.unbiased,
             "partials_method": self.partials_method,
+            "input_transform": self.input_transform,
         }
         return Problem(**{**arguments, **changes})
 
@@ -356,12 +368,14 @@ class Problem:
         ``method="forward"`` (:class:`Stochastic`, ``partials_method="forward"``) see the Keras chain.
         """
 
-        if self.output_transform is None:
+        if self.output_transform is None and self.input_transform is None:
             return model  # the model itself: method="forward" propagates jets through it
 
         def solution(x):
-            outputs = self.output_transform(named_columns(x, self.domain.coords), model(x))
-            return self._checked_outputs(outputs, x)
+            outputs = model(x if self.input_transform is None else self.input_transform(x))
+            if self.output_transform is None:
+                return outputs
+            return self._checked_outputs(self.output_transform(named_columns(x, self.domain.coords), outputs), x)
 
         return solution
 

@@ -184,6 +184,11 @@ class OutputTransform(keras.layers.Layer):
 
 def solution_model(problem: Any, model: keras.Model) -> keras.Model:
     """``model`` followed by ``problem.output_transform`` (if any) as one functional Keras model."""
+    if getattr(problem, "input_transform", None) is not None:
+        raise ValueError(
+            "save_solution: the problem has an input_transform (a time window's local time), which a .keras file "
+            "does not store; save the weights (a checkpoint) and rebuild the problem to evaluate it."
+        )
     if problem.output_transform is None:
         return model
     reason = _reference_problem(problem.output_transform)

@@ -17,6 +17,18 @@ windows from their last checkpoints (no training) and continues the window that 
 from its latest checkpoint, so the result equals the uninterrupted run's.
 :func:`restore_marching` rebuilds the trained solution from the directory alone (``--evaluate``).
 
+The network's time input is scaled over the whole horizon (:func:`~hodiff.pinn.mlp`), so each
+window spans ``1 / count`` of its range; ``TimeWindows(..., local_time=True)`` feeds window ``k``'s
+network ``t0 + (t - t_k) * count`` instead (the window's :attr:`~hodiff.pinn.Problem.input_transform`),
+so that every window spans the whole range. The residual, conditions and transform see ``t``.
+
+Memory: TensorFlow keeps every XLA-compiled function for the life of the process (its compilation
+cache has no eviction), and each window's trainer compiles its own steps, so one process that trains
+``count`` windows holds ``count`` windows' compiled steps (0.9 GB a window for a fourth-order
+problem). The examples' runner trains each window in a child process of its own for that reason
+(``pinn_examples/_runner.py``); :func:`time_marching` with ``resume=True`` then restores them all
+without compiling a training step.
+
 References:
   Wang, Sankaran & Perdikaris (2024), "Respecting causality for training physics-informed
   neural networks", CMAME 421 (time-marching and causal weights); Wang, Wang, Bhartari &
@@ -99,12 +111,18 @@ class TimeWindows:
         evaluates, and differentiates, the frozen networks of all ``k`` windows before it; with it
         every window costs the same. Called once per window, when its problem is built (by
         :func:`time_marching` and :func:`restore_marching` alike, so a restored run is the same).
+      local_time: each window's network sees its own time stretched over the whole horizon: it is
+        evaluated at ``t0 + (t - t_k) * count`` (``t0`` the horizon's start), so that the window spans
+        the time input's whole range (as :func:`~hodiff.pinn.mlp` scales it over the horizon) rather
+        than ``1 / count`` of it. ``False`` (default): the network sees ``t`` itself. The residual, the
+        conditions and :attr:`transform` see ``t`` either way (the window's :attr:`Problem.input_transform`).
     """
 
     count: int
     initial: Callable[[Any], tf.Tensor]
     transform: Transform = _add_initial
     restart: Callable[[Callable[[tf.Tensor], tf.Tensor], float], Callable[[tf.Tensor], tf.Tensor]] | None = None
+    local_time: bool = False
 
     def __post_init__(self):
         _validate.check_count(self.count, "count", "TimeWindows")
@@ -115,6 +133,8 @@ class TimeWindows:
                 f"TimeWindows: restart must be a function restart(previous, start) -> function, or None; got "
                 f"{type(self.restart).__name__}."
             )
+        if not isinstance(self.local_time, bool):
+            raise TypeError(f"TimeWindows: local_time must be True or False, got {self.local_time!r}.")
 
     def bounds(self, domain: Any) -> list[tuple[float, float]]:
         """``[(t_k, t_k+1)]`` for ``k = 0 .. count - 1`` over the domain's time interval."""
@@ -175,7 +195,29 @@ class TimeWindows:
         time = str(problem.domain.time)  # bounds() checked that there is one
         domain = copy.copy(problem.domain)  # Box or space * time: the time interval lives in its bounds
         domain.bounds = {**problem.domain.bounds, time: (start, end)}
-        return problem.replace(domain=domain, output_transform=self.output_transform(domain, start, previous))
+        changes = {"domain": domain, "output_transform": self.output_transform(domain, start, previous)}
+        if self.local_time:
+            if problem.input_transform is not None:
+                raise ValueError(
+                    "TimeWindows(local_time=True) gives each window's problem its input_transform (the local time), "
+                    "but the problem has one already; leave it out, or use local_time=False."
+                )
+            changes["input_transform"] = self.local_input(problem.domain, start)
+        return problem.replace(**changes)
+
+    def local_input(self, domain: Any, start: float) -> Callable[[tf.Tensor], tf.Tensor]:
+        """The input map of the window starting at ``start`` (:attr:`local_time`): ``(N, d) -> (N, d)`` with the
+        time column ``t0 + (t - start) * count`` over the horizon ``[t0, T]`` of ``domain``, the others kept."""
+        time = domain.coords.index(domain.time)
+        scale = np.ones(len(domain.coords))
+        scale[time] = self.count
+        shift = np.zeros(len(domain.coords))
+        shift[time] = domain.bounds[domain.time][0] - start * self.count
+
+        def local(points: tf.Tensor) -> tf.Tensor:  # by products, not slices (XLA's third derivatives)
+            return points * tf.constant(scale, points.dtype) + tf.constant(shift, points.dtype)
+
+        return local
 
     def output(self, directory: str, k: int, resume: bool, overwrite: bool) -> Output:
         """Window ``k``'s :class:`~hodiff.pinn.Output` in ``directory/window-<k>``: resumed when it has a
@@ -307,15 +349,23 @@ def time_marching(
     return Marching(problem, windows, solutions, trainers, tf.as_dtype(model.weights[0].dtype))
 
 
-def restore_marching(problem: Problem, model: keras.Model, windows: TimeWindows, directory: str) -> Marching:
+def restore_marching(
+    problem: Problem, model: keras.Model, windows: TimeWindows, directory: str, count: int | None = None
+) -> Marching:
     """The trained solution of the time-marching run in ``directory``, from each window's newest
-    readable checkpoint (nothing is trained or written).
+    readable checkpoint (nothing is trained or written); ``model`` ends with the last window's weights.
+
+    Args:
+      count: restore the first ``count`` windows only (e.g. to train window ``count`` next, from
+        ``solutions[-1]`` and the weights ``model`` then holds); ``None`` (default): all of them.
 
     Raises:
       FileNotFoundError: a window has no readable checkpoint (the run did not get that far).
     """
+    if count is not None and not (isinstance(count, int) and 0 < count <= windows.count):
+        raise ValueError(f"restore_marching: count={count!r} must be an int in 1 .. {windows.count}, or None.")
     solutions, previous = [], None
-    for k in range(windows.count):
+    for k in range(windows.count if count is None else count):
         window = windows.problem(problem, k, previous)
         prefixes = [prefix for _, prefix in checkpoint_files(os.path.join(directory, f"window-{k}"))]
         for prefix in prefixes:
