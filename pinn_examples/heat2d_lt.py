@@ -2,7 +2,7 @@
 
 On ``[0, 1]^2 x [0, 100]`` with ``u(x, y, 0) = sin(4 pi x) sin(3 pi y)`` and ``u = 0`` on the
 boundary. The source drives eight cells to ``+-sqrt(pi)`` while ``1 + 2 sin(pi t / 4)`` is positive
-and lets them empty when it is negative: the solution is periodic in time with period 8, with fronts
+and lets them empty when it is negative: the solution settles onto a periodic orbit of period 8, with fronts
 a few hundredths wide (:mod:`pinn_examples.heat2d_lt_reference`). What the example combines:
 
 - time-marching in ``--time-windows`` windows (25 of length 4: half a period each), the initial

@@ -5,7 +5,7 @@ on ``[0, 1]^2 x [0, 100]``, ``u(x, y, 0) = sin(4 pi x) sin(3 pi y)``, ``u = 0`` 
 
 - The dynamics: pointwise ``u_t ~ a(t, x, y) sin(u^2)`` drives ``u`` to the plateaus ``+-sqrt(pi)``
   while ``a`` has one sign and back towards 0 when it flips (``1 + 2 sin(pi t / 4)`` is negative a
-  third of each period of 8), so the solution is periodic in time with period 8 after the first:
+  third of each period of 8), so the solution settles onto a periodic orbit of period 8 within a few periods:
   eight cells of ``+-sqrt(pi)`` fill and empty 12.5 times (docs/pinnacle.md). The fronts between
   them have a width of a few hundredths (diffusion 0.001 against reaction rates of tens).
 - :func:`heat2d_lt_spectral`: ``u = sum c_mn sin(m pi x) sin(n pi y)`` for ``m, n < n_grid`` (the

@@ -9,7 +9,10 @@ import pytest
 from pinn_examples import heat2d_lt
 from pinn_examples import heat2d_lt_reference as ref
 
-TINY = ["--preset", "fast", "--no-progress"]
+TINY = [
+    "--preset", "fast", "--interior", "64", "--adam-steps", "10", "--lbfgs-iterations", "0", "--architecture", "mlp",
+    "--no-progress",
+]  # fmt: skip
 
 
 def coarse_reference():
@@ -75,6 +78,7 @@ def test_the_sine_restart_continues_the_window_before():
     assert np.abs(series(tf.constant([[0.0, 0.4, 50.0], [0.3, 1.0, 50.0]], tf.float64)).numpy()).max() < 1e-12
 
 
+@pytest.mark.slow  # 25 s alone, 70 s at load 6: XLA compiles each window's step; the pieces are tested above
 def test_fast_run_with_windows_and_evaluate(tmp_path, monkeypatch):
     monkeypatch.setattr(heat2d_lt, "heat2d_lt_reference", coarse_reference)
     output = tmp_path / "run"
