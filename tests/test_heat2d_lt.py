@@ -78,7 +78,7 @@ def test_the_sine_restart_continues_the_window_before():
     assert np.abs(series(tf.constant([[0.0, 0.4, 50.0], [0.3, 1.0, 50.0]], tf.float64)).numpy()).max() < 1e-12
 
 
-@pytest.mark.slow  # 25 s alone, 70 s at load 6: XLA compiles each window's step; the pieces are tested above
+@pytest.mark.slow  # 20 s (70 s at load 6): XLA compiles each window's steps; the pieces are tested above
 def test_fast_run_with_windows_and_evaluate(tmp_path, monkeypatch):
     monkeypatch.setattr(heat2d_lt, "heat2d_lt_reference", coarse_reference)
     output = tmp_path / "run"
@@ -94,6 +94,10 @@ def test_fast_run_with_windows_and_evaluate(tmp_path, monkeypatch):
     evaluated = np.load(output / "evaluation.npz")
     np.testing.assert_allclose(evaluated["u"], saved["prediction"].ravel(), rtol=0, atol=1e-12)
     np.testing.assert_allclose(evaluated["u"].reshape(x.shape)[:, 0], ref.initial(saved["x"], 0.25), atol=1e-12)
+    # --resume of the finished run restores both windows (the second from the first's sine series) and scores alike
+    assert heat2d_lt.main([*TINY, "--output", str(output), "--resume"]) in (0, 3)
+    again = json.loads((output / "metrics.json").read_text())
+    assert again["relative_l2_error"] == pytest.approx(metrics["relative_l2_error"], rel=1e-10)
 
 
 @pytest.mark.parametrize(
