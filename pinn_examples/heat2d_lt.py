@@ -52,6 +52,7 @@ class HeatSettings(Settings):
         0.0, "period of the embedding of t; 0: twice the window's length (a window's times span half the circle)"
     )
     restart_grid: int = setting(64, "each window starts from the sine series of the one before on this grid; 0: off")
+    sine_walls: bool = setting(False, "u = 0 on the walls by sin(4 pi x) (0 on every x = k/4, period 1/2), not x(1-x)")
 
 
 def residual(d, x, p):
@@ -68,12 +69,16 @@ def initial(x):
     return (tf.sin(4.0 * np.pi * x["x"]) * tf.sin(3.0 * np.pi * x["y"]))[:, None]
 
 
-def hard_transform(length: float):
+def hard_transform(length: float, sine_walls: bool = False):
     """``u = previous + (t - t_k) / length 16 x (1 - x) y (1 - y) N``: the window's initial values and u = 0 on the
-    walls; the network's output is the change over a window (order one)."""
+    walls; the network's output is the change over a window (order one). ``sine_walls``: ``4 sin(4 pi x) y (1 - y)``
+    in place of ``16 x (1 - x) y (1 - y)``, zero on every line ``x = k / 4`` (as the solution) and of period 1/2
+    in ``x`` (as the solution and the ``x`` embedding)."""
+    import tensorflow as tf
 
     def transform(x, outputs, start, previous):
-        walls = WALL_SCALE * x["x"] * (1.0 - x["x"]) * x["y"] * (1.0 - x["y"])
+        across = tf.sin(4.0 * np.pi * x["x"]) / 4.0 if sine_walls else x["x"] * (1.0 - x["x"])
+        walls = WALL_SCALE * across * x["y"] * (1.0 - x["y"])
         return previous + ((x["t"] - start) / length * walls)[:, None] * outputs
 
     return transform
@@ -112,7 +117,8 @@ def windows(settings: HeatSettings, end: float = END):
     from hodiff import pinn
 
     restart = sine_restart(settings.dtype, settings.restart_grid) if settings.restart_grid else None
-    return pinn.TimeWindows(settings.time_windows, initial, hard_transform(end / settings.time_windows), restart)
+    transform = hard_transform(end / settings.time_windows, settings.sine_walls)
+    return pinn.TimeWindows(settings.time_windows, initial, transform, restart)
 
 
 def build(settings: HeatSettings, end: float = END):
