@@ -6,9 +6,11 @@ and lets them empty when it is negative: the solution settles onto a periodic or
 a few hundredths wide (:mod:`pinn_examples.heat2d_lt_reference`). What the example combines:
 
 - time-marching in ``--time-windows`` windows (25 of length 4: half a period each), the initial
-  condition of each hard, ``u = previous + (t - t_k) / L 16 x (1 - x) y (1 - y) N`` (``u = 0`` on the
-  walls exact too), ``previous`` the window before at its end as its sine series
-  (``--restart-grid`` points a side; every window then costs the same), the initial condition in the first;
+  condition of each hard, ``u = previous + (t - t_k) / L 4 sin(4 pi x) y (1 - y) N`` (``u = 0`` on the
+  walls exact too, and on the lines ``x = k / 4``, where the solution vanishes by symmetry;
+  ``--no-sine-walls``: ``16 x (1 - x)`` for ``4 sin(4 pi x)``), ``previous`` the window before at its end
+  as its sine series (``--restart-grid`` points a side; every window then costs the same), the initial
+  condition in the first;
 - the network sees ``t`` through ``cos(pi t / L)``, ``sin(pi t / L)`` (``--t-period``, by default twice
   the window length ``L``: each window's times span half the circle, where the input scaled over the whole
   horizon would give a window 1/25 of the range) and ``x`` with period 1/2 (``--x-period``: the initial
@@ -52,7 +54,7 @@ class HeatSettings(Settings):
         0.0, "period of the embedding of t; 0: twice the window's length (a window's times span half the circle)"
     )
     restart_grid: int = setting(64, "each window starts from the sine series of the one before on this grid; 0: off")
-    sine_walls: bool = setting(False, "u = 0 on the walls by sin(4 pi x) (0 on every x = k/4, period 1/2), not x(1-x)")
+    sine_walls: bool = setting(True, "u = 0 on the walls by sin(4 pi x) (0 on every x = k/4, period 1/2), not x(1-x)")
 
 
 def residual(d, x, p):
@@ -69,11 +71,11 @@ def initial(x):
     return (tf.sin(4.0 * np.pi * x["x"]) * tf.sin(3.0 * np.pi * x["y"]))[:, None]
 
 
-def hard_transform(length: float, sine_walls: bool = False):
-    """``u = previous + (t - t_k) / length 16 x (1 - x) y (1 - y) N``: the window's initial values and u = 0 on the
-    walls; the network's output is the change over a window (order one). ``sine_walls``: ``4 sin(4 pi x) y (1 - y)``
-    in place of ``16 x (1 - x) y (1 - y)``, zero on every line ``x = k / 4`` (as the solution) and of period 1/2
-    in ``x`` (as the solution and the ``x`` embedding)."""
+def hard_transform(length: float, sine_walls: bool = True):
+    """``u = previous + (t - t_k) / length 4 sin(4 pi x) y (1 - y) N``: the window's initial values and u = 0 on the
+    walls; the network's output is the change over a window (order one). ``sin(4 pi x)`` is zero on every line
+    ``x = k / 4`` (as the solution) and of period 1/2 in ``x`` (as the solution and the ``x`` embedding);
+    ``sine_walls=False``: ``16 x (1 - x) y (1 - y)`` instead, which breaks that period."""
     import tensorflow as tf
 
     def transform(x, outputs, start, previous):
