@@ -100,6 +100,10 @@ def test_fast_run_with_windows_and_evaluate(tmp_path, monkeypatch):
     evaluated = np.load(output / "evaluation.npz")
     np.testing.assert_allclose(evaluated["u"], saved["prediction"].ravel(), rtol=0, atol=1e-12)
     np.testing.assert_allclose(evaluated["u"].reshape(x.shape)[:, 0], ref.initial(saved["x"], 0.25), atol=1e-12)
+    # the pictures over time: the run at t = 2, 6 against the (coarse) reference
+    monkeypatch.setattr(heat2d_lt, "heat2d_lt_spectral", lambda n, dt, p: ref.heat2d_lt_spectral(12, 0.25, p))
+    worst = heat2d_lt.plot_over_time(str(output), str(tmp_path / "over_time.png"), times=(2.0, 6.0), side=11)
+    assert (tmp_path / "over_time.png").stat().st_size > 1000 and 0.0 < worst < 10.0
     # --resume of the finished run restores both windows (the second from the first's sine series) and scores alike
     assert heat2d_lt.main([*TINY, "--output", str(output), "--resume"]) in (0, 3)
     again = json.loads((output / "metrics.json").read_text())
