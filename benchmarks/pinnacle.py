@@ -53,6 +53,7 @@ PROBLEMS: dict[str, tuple[str, str, float | None, float | None]] = {
     "heat2d_ms": ("Heat2d-MS", "<= 5e-3", 6.2e-2, None),
     "heat2d_cg": ("Heat2d-CG", "<= 1e-2", 2.4e-2, None),
     "kuramoto_sivashinsky": ("KS", "<= 5e-2", None, None),
+    "heat2d_lt": ("Heat2d-LT", "<= 5e-2", None, None),
 }
 
 

@@ -20,6 +20,7 @@ EXAMPLES = (
     "deeponet",
     "heat",
     "heat2d_cg",
+    "heat2d_lt",
     "heat2d_ms",
     "heat_inverse",
     "heat_nd",
