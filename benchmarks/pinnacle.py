@@ -118,6 +118,10 @@ def _figure(value: float | None) -> str:
     return "see paper" if value is None else f"{value:.1e}"
 
 
+def _whole(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
 def markdown(rows: dict[str, dict]) -> str:
     """The table: one row per problem run, in :data:`PROBLEMS` order."""
     lines = [
@@ -143,9 +147,12 @@ def markdown(rows: dict[str, dict]) -> str:
         met = {True: "yes", False: "**no**", None: "(no target)"}[row.get("target_met")]
         lines.append(
             f"| `{name}` | {pinnacle} | {row['relative_l2_error']:.2e} | {fields} | {target} | {met} | "
-            f"{row['wall_seconds_total']:.0f} ({row.get('wall_seconds') or 0:.0f}) | {row['cpu_seconds']:.0f} | "
+            f"{row['wall_seconds_total']:.0f} ({row.get('wall_seconds') or 0:.0f}) | {_whole(row['cpu_seconds'])} | "
             f"{row['peak_rss_mib']:.0f} | {row['load_average']:.1f} | {_figure(best)} | {_figure(vanilla)} |"
         )
+    notes = [f"- `{name}`: {rows[name]['measured_by']}." for name in PROBLEMS if "measured_by" in rows.get(name, {})]
+    if notes:
+        lines += ["", "Rows not measured through this benchmark (same default preset):", "", *notes]
     return "\n".join(lines)
 
 

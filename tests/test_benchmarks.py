@@ -90,6 +90,11 @@ def test_pinnacle_table_and_its_own_section(tmp_path):
     assert "| `poisson_inverse` | PInv | 4.00e-03 | u 2.00e-03, a 8.00e-03 |" in table
     assert "| yes |" in table and "2.5e-02" in table and "not run to the end: stopped after 5 s" in table
     assert table.index("heat_nd") < table.index("poisson_inverse")  # the order of PROBLEMS
+    assert "not measured through this benchmark" not in table
+    rows["poisson_inverse"]["measured_by"] = "python -m pinn_examples poisson_inverse"
+    assert table + "\n\nRows not measured through this benchmark (same default preset):\n\n" + (
+        "- `poisson_inverse`: python -m pinn_examples poisson_inverse."
+    ) == pinnacle.markdown(rows)
     doc = tmp_path / "benchmarks.md"
     doc.write_text("# Benchmarks\n\nhand-written\n")
     pinnacle.write_section(doc, "first")
