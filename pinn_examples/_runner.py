@@ -195,6 +195,30 @@ def grid_points(axes: dict[str, np.ndarray], coords: tuple[str, ...]) -> np.ndar
     return np.stack([mesh[name].ravel() for name in order], axis=1)
 
 
+def grouped_targets(example: Example, trainer: Any, targets: dict[tuple[str, ...], float]) -> dict:
+    """The L2RE over each group of fields in ``targets`` and ``target_ratio``, the largest error over its target.
+
+    For problems with a target per group of fields (``(u, v, p)`` and ``(u, v)`` for a flow): ``target_ratio``
+    at most 1 means every group met its target.
+
+    Args:
+      example: the example; its ``reference()`` gives the grid and the reference fields.
+      trainer: the trained :class:`hodiff.pinn.Trainer`; its outputs are the reference's fields in order.
+      targets: ``{fields: target}``, e.g. ``{("u", "v", "p"): 2e-2, ("u", "v"): 1e-2}``.
+
+    Returns:
+      ``{"relative_l2_error_<fields joined>": ..., "target_ratio": ...}`` (the whole group of every field is
+      left out: it is metrics.json's ``relative_l2_error``).
+    """
+    axes, values = example.reference()
+    shape = tuple(len(axis) for axis in axes.values())
+    predicted = trainer.predict(grid_points(axes, tuple(axes))).astype(np.float64)
+    prediction = {name: predicted[:, i].reshape(shape) for i, name in enumerate(values)}
+    errors = {fields: field_errors(prediction, values, fields)["relative_l2_error"] for fields in targets}
+    scores = {"relative_l2_error_" + "".join(fields): e for fields, e in errors.items() if set(fields) != set(values)}
+    return {**scores, "target_ratio": max(errors[fields] / target for fields, target in targets.items())}
+
+
 def inside_domain(domain: Any, points: np.ndarray) -> np.ndarray:
     """``(N,)`` booleans: the points inside the domain (:func:`hodiff.pinn.geometry.inside_domain`)."""
     from hodiff.pinn.geometry import inside_domain as inside  # imported on use: --help does not import TensorFlow

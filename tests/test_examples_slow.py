@@ -18,7 +18,7 @@ TARGETS = [
     ("poisson_lshape", [], 1e-2),
     ("wave", [], 1e-2),
     ("kovasznay", [], 1e-3),
-    ("lid_driven_cavity", [], 1e-2),
+    ("lid_driven_cavity", [], 2e-2),  # on (u, v, p); 1e-2 on (u, v) below
     ("kdv", [], 2e-2),
     ("insulated_plate", [], 1e-2),
 ]
@@ -32,6 +32,8 @@ def test_default_preset_reaches_its_target(name, flags, target, tmp_path):
     assert metrics["relative_l2_error"] <= target
     if name == "burgers_inverse":
         assert metrics["nu_relative_error"] <= 0.01
+    if name == "lid_driven_cavity":
+        assert metrics["relative_l2_error_uv"] <= 1e-2
     if name == "insulated_plate":  # the heat flux through every cut is the finite elements' flux
         assert metrics["flux_deviation"] <= 0.02
 
