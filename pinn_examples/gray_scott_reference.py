@@ -8,7 +8,7 @@ on ``[-1, 1]^2 x [0, 200]``, ``u(x, y, 0) = 1 - exp(-80 ((x + 0.05)^2 + (y + 0.0
   0.15 and width a few hundredths that slowly grows; far from the centre ``u = 1``, ``v = 0`` (the
   initial Gaussians are below 2e-9 beyond ``r = 0.5`` and diffusion moves the pattern by about
   ``sqrt(1e-5 * 200) = 0.045``), so the solution changes by less than 1e-6 outside the box
-  ``[-0.5, 0.5]^2`` (measured in the tests against the whole square).
+  ``[-0.5, 0.5]^2`` (measured in the tests against a larger box; against the whole square alike).
 - :func:`gray_scott_spectral`: the cosine series ``sum c_mn cos(m pi (x + B) / 2B) cos(n pi (y + B) / 2B)``
   on the box ``[-B, B]^2`` (zero flux on its edges, as on the square's), the reaction on the ``n x n``
   cell-centred grid by DCT-II; ETDRK4 (Kassam & Trefethen 2005) with the diffusion and the linear decay
