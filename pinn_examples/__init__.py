@@ -18,6 +18,7 @@ EXAMPLES = (
     "burgers_inverse",
     "circle",
     "deeponet",
+    "gray_scott",
     "heat",
     "heat2d_cg",
     "heat2d_lt",
