@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
-from pinn_examples.cavity_reference import NU, convection, flow_system, interpolate_points, linear_part
+from pinn_examples.cavity_reference import NU, FlowSystem, convection, flow_system, interpolate_points, linear_part
 from pinn_examples.fd_references import read_cache, write_cache
 
 LENGTH, END = 2.0, 5.0
@@ -45,7 +46,7 @@ TEST_POINTS, TEST_SEED, TEST_DT = 20_000, 20_261_205, 0.01  # test times: multip
 PICTURE_Y, PICTURE_X, PICTURE_TIMES = 0.5, 101, 251  # the slice y = 0.5 over (x, t), times every 0.02
 SNAPSHOTS = (0.5, 1.0, 2.5, 4.0, 5.0)  # times of the (x, y) pictures
 SNAPSHOT_X, SNAPSHOT_Y = 101, 51
-REFERENCE_CELLS, REFERENCE_DT = 64, 0.002
+REFERENCE_CELLS, REFERENCE_DT = 64, 0.0025
 
 
 def inflow(t: np.ndarray | float) -> np.ndarray:
@@ -90,52 +91,76 @@ def solve_ns2d_lt(cells: int, dt: float, points: np.ndarray, end: float | None =
         raise ValueError(f"solve_ns2d_lt: a point's time is after end={end}.")
     h = 1.0 / cells
     system = flow_system(np.ones((int(LENGTH * cells), cells), bool), h, _walls, outlet=True, nu=NU)
-    linear, constant = linear_part(system)
-    n_momentum = system.n_u + system.n_v
-    pressure_rows = system.size - n_momentum
-    mass = sp.vstack([system.velocity, sp.csr_matrix((pressure_rows, system.size))]).tocsr()
-    shape_y = forcing(*system.centres["v"], 0.5)  # the forcing's shape at the v nodes, sin(pi t) = 1
-    force = np.concatenate([np.zeros(system.n_u), -shape_y, np.zeros(pressure_rows)])  # on the left-hand side
-    zeros = np.zeros(pressure_rows)
-
-    def explicit(z, t):
-        cx, cy = convection(system, z, inflow(t))
-        return np.concatenate([cx, cy, zeros])
-
     order = np.argsort(steps, kind="stable")
     values = {name: np.empty(len(points)) for name in ("u", "v", "p")}
-    z = np.zeros(system.size)
-    z_before = c_before = first = second = None
     cursor = 0
-    for step in range(last + 1):
-        t = step * dt
-        if step:
-            c_now = explicit(z, t - dt)
-            rest = inflow(t) * constant + np.sin(np.pi * t) * force
-            if step == 1:
-                first = scipy.sparse.linalg.splu((mass / dt + linear).tocsc())
-                z_next = first.solve(mass @ z / dt - c_now - rest)
-            else:
-                if second is None:
-                    first = None
-                    second = scipy.sparse.linalg.splu((1.5 / dt * mass + linear).tocsc())
-                z_next = second.solve(mass @ (2.0 * z - 0.5 * z_before) / dt - (2.0 * c_now - c_before) - rest)
-            z_before, c_before, z = z, c_now, z_next
-            if not np.all(np.isfinite(z)) or np.abs(z[:n_momentum]).max() > 1e3:
-                raise RuntimeError(
-                    f"solve_ns2d_lt: the flow blew up at t = {t:g} (cells={cells}, dt={dt}); give a smaller dt "
-                    f"(max|u| dt / h must stay below about 0.5)."
-                )
+
+    def collect(step, fields):
+        nonlocal cursor
         end_here = cursor
         while end_here < len(order) and steps[order[end_here]] == step:
             end_here += 1
         if end_here > cursor:
             chosen = order[cursor:end_here]
-            at = interpolate_points(system.fields(z, inflow(t)), points[chosen, :2], h)
+            at = interpolate_points(fields, points[chosen, :2], h)
             for name in values:
                 values[name][chosen] = at[name]
             cursor = end_here
+
+    shape = forcing(*system.centres["v"], 0.5)  # at sin(pi t) = 1
+    march(system, dt, last, inflow, lambda t: np.sin(np.pi * t) * shape, collect)
     return values
+
+
+def march(
+    system: FlowSystem,
+    dt: float,
+    steps: int,
+    scale: Callable[[float], float],
+    force: Callable[[float], np.ndarray],
+    callback: Callable[[int, dict[str, np.ndarray]], None],
+) -> None:
+    """Steps ``system``'s flow from rest by SBDF2 (one backward Euler step first).
+
+    Args:
+      system: the discrete equations (:func:`pinn_examples.cavity_reference.flow_system`).
+      dt: the time step.
+      steps: how many steps.
+      scale: ``scale(t)``: the boundary velocity at time ``t`` is ``scale(t)`` times the system's.
+      force: ``force(t)``: the y-momentum equation's right-hand side at the ``v`` nodes (``system.centres["v"]``).
+      callback: ``callback(step, fields)`` at every step, ``0 .. steps``, with the staggered fields at
+        ``t = step dt`` (``system.fields``).
+    """
+    linear, constant = linear_part(system)
+    n_momentum = system.n_u + system.n_v
+    rest_rows = system.size - n_momentum
+    mass = sp.vstack([system.velocity, sp.csr_matrix((rest_rows, system.size))]).tocsr()
+    zeros_u, zeros_p = np.zeros(system.n_u), np.zeros(rest_rows)
+
+    def explicit(z, t):
+        cx, cy = convection(system, z, scale(t))
+        return np.concatenate([cx, cy, zeros_p])
+
+    z = np.zeros(system.size)
+    z_before = c_before = solver = None
+    callback(0, system.fields(z, scale(0.0)))
+    for step in range(1, steps + 1):
+        t = step * dt
+        c_now = explicit(z, t - dt)
+        rest = scale(t) * constant - np.concatenate([zeros_u, force(t), zeros_p])
+        if step == 1:
+            z_next = scipy.sparse.linalg.splu((mass / dt + linear).tocsc()).solve(mass @ z / dt - c_now - rest)
+        else:
+            if solver is None:
+                solver = scipy.sparse.linalg.splu((1.5 / dt * mass + linear).tocsc())
+            z_next = solver.solve(mass @ (2.0 * z - 0.5 * z_before) / dt - (2.0 * c_now - c_before) - rest)
+        z_before, c_before, z = z, c_now, z_next
+        if not np.all(np.isfinite(z)) or np.abs(z[:n_momentum]).max() > 1e3:
+            raise RuntimeError(
+                f"march: the flow blew up at t = {t:g} (h = {system.h:g}, dt = {dt:g}); give a smaller dt "
+                f"(max|u| dt / h must stay below about 0.5)."
+            )
+        callback(step, system.fields(z, scale(t)))
 
 
 def test_points(dt: float = TEST_DT) -> np.ndarray:
