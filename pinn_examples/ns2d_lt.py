@@ -49,7 +49,7 @@ TARGETS = {("u", "v", "p"): 1e-1, ("u", "v"): 5e-2}  # PINNacle's L2RE over thes
 class ChannelSettings(Settings):
     architecture: str = setting("modified", "the network: plain MLP or modified MLP", choices=("mlp", "modified"))
     pressure_lift: bool = setting(True, "p = (2 - x) (2 / pi) g'(t) + S N_p: the drop that accelerates the inflow")
-    pressure_scale: float = setting(4.0, "S: the scale of the network's pressure output", positive=True)
+    pressure_scale: float = setting(1.0, "S: the scale of the network's pressure output", positive=True)
     outlet_points: int = setting(OUTLET_POINTS, "points on the outlet x = 2 per window", positive=True)
 
 
@@ -105,7 +105,7 @@ def windows(settings: ChannelSettings, end: float = END):
     from hodiff import pinn
 
     transform = hard_transform(end / settings.time_windows, settings.pressure_lift, settings.pressure_scale)
-    return pinn.TimeWindows(settings.time_windows, initial, transform)
+    return pinn.TimeWindows(settings.time_windows, initial, transform, local_time=True)
 
 
 def outlet_conditions(count: int):
@@ -234,10 +234,10 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": ChannelSettings(
-            interior=2048,
-            adam_steps=1000,
+            interior=1024,
+            adam_steps=500,
             lbfgs_iterations=500,
-            width=48,
+            width=32,
             depth=4,
             dtype="float64",
             steps_per_call=100,
