@@ -54,6 +54,7 @@ PROBLEMS: dict[str, tuple[str, str, float | None, float | None]] = {
     "heat2d_cg": ("Heat2d-CG", "<= 1e-2", 2.4e-2, None),
     "kuramoto_sivashinsky": ("KS", "<= 5e-2", None, None),
     "heat2d_lt": ("Heat2d-LT", "<= 5e-2", None, None),
+    "ns2d_lt": ("NS2d-LT", "<= 5e-2 (u, v), <= 1e-1 (u, v, p)", None, None),
 }
 
 
