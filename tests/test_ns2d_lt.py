@@ -73,7 +73,7 @@ def test_the_hard_conditions_hold_in_every_window():
 
 
 @pytest.mark.slow  # 34 s at load 6 (XLA compiles the Navier-Stokes step); the pieces are tested above
-def test_fast_run_scores_and_evaluates(tmp_path, monkeypatch):
+def test_fast_run_scores_evaluates_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setattr(ns2d_lt, "ns2d_lt_reference", coarse_reference)
     output = tmp_path / "run"
     assert ns2d_lt.main([*TINY, "--output", str(output)]) in (0, 3)  # 3: the target missed, as a fast run does
@@ -94,6 +94,10 @@ def test_fast_run_scores_and_evaluates(tmp_path, monkeypatch):
     # the pictures over time against the (coarse) reference
     worst = ns2d_lt.plot_over_time(str(output), str(tmp_path / "over_time.png"))
     assert (tmp_path / "over_time.png").stat().st_size > 1000 and 0.0 < worst < 20.0
+    # --resume of the finished run restores it and scores alike
+    assert ns2d_lt.main([*TINY, "--output", str(output), "--resume"]) in (0, 3)
+    again = json.loads((output / "metrics.json").read_text())
+    assert again["relative_l2_error"] == pytest.approx(metrics["relative_l2_error"], rel=1e-10)
 
 
 @pytest.mark.parametrize(
