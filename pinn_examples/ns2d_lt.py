@@ -51,6 +51,7 @@ class ChannelSettings(Settings):
     pressure_lift: bool = setting(True, "p = (2 - x) (2 / pi) g'(t) + S N_p: the drop that accelerates the inflow")
     pressure_scale: float = setting(1.0, "S: the scale of the network's pressure output", positive=True)
     outlet_points: int = setting(OUTLET_POINTS, "points on the outlet x = 2 per window", positive=True)
+    continuity_weight: float = setting(1.0, "loss weight of the continuity equation (its terms are ~30x smaller)")
 
 
 def inflow(t):
@@ -146,6 +147,7 @@ def build(settings: ChannelSettings, end: float = END):
         residual_names=("momentum_x", "momentum_y", "continuity"),
         conditions=outlet_conditions(settings.outlet_points),
         output_transform=one.output_transform(domain, 0.0, None),
+        weights={"continuity": settings.continuity_weight},
     )
     model = pinn.mlp(
         domain,

@@ -106,9 +106,19 @@ def test_fast_run_scores_evaluates_and_resumes(tmp_path, monkeypatch):
         (["--architecture", "resnet"], "invalid choice"),
         (["--pressure-scale", "0"], "--pressure-scale"),
         (["--time-windows", "0"], "out of range"),
+        (["--continuity-weight", "-1"], "continuity"),
     ],
 )
 def test_bad_flags_are_refused(flags, message, tmp_path, capsys):
     with pytest.raises((SystemExit, ValueError), match=None) as raised:
         ns2d_lt.main([*TINY, *flags, "--output", str(tmp_path / "run")])
     assert message in capsys.readouterr().err + str(raised.value)
+
+
+def test_the_continuity_weight_reaches_the_loss():
+    import dataclasses
+
+    settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["fast"], continuity_weight=100.0)
+    problem, _ = ns2d_lt.build(settings)
+    assert problem.weights == {"continuity": 100.0}
+    assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["default"])[0].weights == {"continuity": 1.0}
