@@ -55,6 +55,7 @@ PROBLEMS: dict[str, tuple[str, str, float | None, float | None]] = {
     "kuramoto_sivashinsky": ("KS", "<= 5e-2", None, None),
     "heat2d_lt": ("Heat2d-LT", "<= 5e-2", None, None),
     "gray_scott": ("GS", "<= 1e-2 (u, v)", 8.0e-2, None),
+    "ns2d_lt": ("NS2d-LT", "<= 5e-2 (u, v), <= 1e-1 (u, v, p)", None, None),
 }
 
 

@@ -38,6 +38,7 @@ EXAMPLES = (
     "maml_pinn",
     "maml_sinusoid",
     "ns2d_cg",
+    "ns2d_lt",
     "poisson",
     "poisson2d_cg",
     "poisson2d_ms",

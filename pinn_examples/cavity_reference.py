@@ -16,6 +16,7 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable
@@ -113,35 +114,83 @@ def _replace(
     return (sp.diags(keep) @ E + place @ matrix).tocsr(), keep * e + place @ constant
 
 
-def solve_flow(
+@dataclasses.dataclass
+class FlowSystem:
+    """The discrete equations of :func:`solve_flow` as maps of the unknowns ``z`` (velocity then pressure).
+
+    Every term is affine, ``A z + scale a``: ``scale`` multiplies the boundary velocity (the ``walls``
+    the system was built with), so that one system serves a boundary velocity ``scale(t) walls`` that
+    changes in time (:func:`pinn_examples.ns2d_lt_reference.solve_ns2d_lt`).
+
+    Attributes:
+      size: the number of unknowns; ``z[:n_u]`` the unknown ``u`` nodes (C order), then ``v``, then ``p``.
+      n_u, n_v: the numbers of unknown ``u`` and ``v`` nodes (and of x- and y-momentum equations).
+      h, nu: the cells' side and the viscosity.
+      convection_x, convection_y: ``[(a, b, weight)]``: the convective fluxes, ``weight (a z)(b z)`` each.
+      pressure_x, laplacian_x, pressure_y, laplacian_y: the pressure differences and the 5-point sums of
+        the momentum equations (``/ h`` and ``/ h^2`` to come).
+      divergence: the continuity equations (the pressure gauge in the first without an outlet).
+      velocity: ``(n_u + n_v, size)``: the velocity at each momentum equation's node.
+      centres: ``{"u": (x, y), "v": (x, y)}``: where the momentum equations sit.
+      fields: ``fields(z, scale) -> {"u", "v", "p"}``: the staggered arrays (see :func:`solve_flow`).
+    """
+
+    size: int
+    n_u: int
+    n_v: int
+    h: float
+    nu: float
+    convection_x: list
+    convection_y: list
+    pressure_x: tuple
+    laplacian_x: tuple
+    pressure_y: tuple
+    laplacian_y: tuple
+    divergence: tuple
+    velocity: sp.csr_matrix
+    centres: dict
+    fields: Callable[[np.ndarray, float], dict]
+
+
+def _value(term: tuple, z: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """``A z + scale a`` of an affine ``term = (A, a)``."""
+    return term[0] @ z + term[1] * scale
+
+
+def _product(a: tuple, b: tuple, z: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, sp.csr_matrix]:
+    """``(a z + a0)(b z + b0)`` and its Jacobian."""
+    va, vb = _value(a, z, scale), _value(b, z, scale)
+    return va * vb, sp.diags(vb) @ a[0] + sp.diags(va) @ b[0]
+
+
+def convection(system: FlowSystem, z: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The convective terms of the x- and y-momentum equations at ``z`` (values only)."""
+    parts = []
+    for terms in (system.convection_x, system.convection_y):
+        parts.append(sum(w * (_value(a, z, scale) * _value(b, z, scale)) for a, b, w in terms))
+    return parts[0], parts[1]
+
+
+def linear_part(system: FlowSystem) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(L, l)``: the momentum equations' pressure and viscous terms and the continuity equations, ``L z + scale l``,
+    all rows (x-momentum, y-momentum, continuity)."""
+    h, nu = system.h, system.nu
+    rows_x = system.pressure_x[0] / h - nu * system.laplacian_x[0] / h**2
+    rows_y = system.pressure_y[0] / h - nu * system.laplacian_y[0] / h**2
+    constant_x = system.pressure_x[1] / h - nu * system.laplacian_x[1] / h**2
+    constant_y = system.pressure_y[1] / h - nu * system.laplacian_y[1] / h**2
+    matrix = sp.vstack([rows_x, rows_y, system.divergence[0]]).tocsr()
+    return matrix, np.concatenate([constant_x, constant_y, system.divergence[1]])
+
+
+def flow_system(
     fluid: np.ndarray,
     h: float,
     walls: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
     outlet: bool = False,
     nu: float = NU,
-    tolerance: float = 1e-11,
-) -> dict[str, np.ndarray]:
-    """Steady flow in the fluid cells of a box of square cells, by Newton's method from rest.
-
-    Args:
-      fluid: ``(nx, ny)`` booleans: the cells of ``[0, nx h] x [0, ny h]`` that hold fluid (cell
-        ``(a, b)`` is ``[a h, (a + 1) h] x [b h, (b + 1) h]``); the others are solid.
-      h: the cells' side.
-      walls: ``walls(x, y) -> (u, v)``: the velocity on the boundary (at rest on no-slip walls, the
-        inflow at an inlet), called with arrays of boundary points.
-      outlet: the right side ``x = nx h``, where it meets fluid, is a free outlet: zero normal
-        stress, ``-p + 2 nu u_x = 0`` and ``u_y + v_x = 0`` (traction-free), through ghost nodes
-        past it (continuity holds in the ghost cells). Without it the pressure is fixed by ``p = 0``
-        in the first fluid cell (in C order), in place of that cell's continuity equation.
-      nu: the kinematic viscosity.
-      tolerance: Newton stops when no unknown moves by more than this.
-
-    Returns:
-      ``{"u": (nx + 1, ny + 2), "v": (nx + 2, ny + 1), "p": (nx, ny)}``: ``u`` on the x faces
-      ``x = i h`` at heights ``(j - 1/2) h`` (rows ``j = 0`` and ``ny + 1`` are ghosts outside the
-      box), ``v`` the transpose layout, ``p`` at the cell centres; NaN at solid cells and at nodes
-      that no stencil reaches.
-    """
+) -> FlowSystem:
+    """The discrete equations of :func:`solve_flow` (same arguments), as a :class:`FlowSystem`."""
     fluid = np.asarray(fluid, bool)
     nx, ny = fluid.shape
     cells = np.zeros((nx + 3, ny + 3), bool)  # cells[a + 1, b + 1]: cell (a, b) holds fluid; a, b from -1
@@ -187,6 +236,8 @@ def solve_flow(
     half = 0.5
     # x-momentum at the unknown u nodes
     i, j = np.nonzero(u_unknown)
+    centres = {"u": (i * h, (j - 0.5) * h)}
+    velocity_x = affine([(0, 0, 1.0)], su, U, u0, i, j)[0]
     ux_right = affine([(0, 0, half), (1, 0, half)], su, U, u0, i, j)
     ux_left = affine([(-1, 0, half), (0, 0, half)], su, U, u0, i, j)
     ux_top = affine([(0, 0, half), (0, 1, half)], su, U, u0, i, j)
@@ -198,6 +249,8 @@ def solve_flow(
     px = affine([(0, -1, 1.0), (-1, -1, -1.0)], sp_, P, p0, i, j)
     # y-momentum at the unknown v nodes
     i, j = np.nonzero(v_unknown)
+    centres["v"] = ((i - 0.5) * h, j * h)
+    velocity_y = affine([(0, 0, 1.0)], sv, V, v0, i, j)[0]
     vy_top = affine([(0, 0, half), (0, 1, half)], sv, V, v0, i, j)
     vy_bottom = affine([(0, -1, half), (0, 0, half)], sv, V, v0, i, j)
     uy_right = affine([(0, 0, half), (0, 1, half)], su, U, u0, i, j)
@@ -217,34 +270,86 @@ def solve_flow(
         divergence[1][0] = 0.0
     divergence = divergence[0].tocsr(), divergence[1]
 
-    def value(term, z):
-        return term[0] @ z + term[1]
+    def fields(z: np.ndarray, scale: float = 1.0) -> dict[str, np.ndarray]:
+        u = np.where(u_used, (U @ z + u0 * scale).reshape(su), np.nan)[: nx + 1]
+        v = np.where(v_used, (V @ z + v0 * scale).reshape(sv), np.nan)
+        p = np.where(fluid, (P @ z + p0 * scale).reshape(sp_)[:nx], np.nan)
+        return {"u": u, "v": v, "p": p}
 
-    def product(a, b, z):
-        """(a z + a0)(b z + b0) and its Jacobian."""
-        va, vb = value(a, z), value(b, z)
-        return va * vb, sp.diags(vb) @ a[0] + sp.diags(va) @ b[0]
+    return FlowSystem(
+        size=size,
+        n_u=n_u,
+        n_v=n_v,
+        h=h,
+        nu=nu,
+        convection_x=[
+            (ux_right, ux_right, 1.0 / h),
+            (ux_left, ux_left, -1.0 / h),
+            (ux_top, vx_top, 1.0 / h),
+            (ux_bottom, vx_bottom, -1.0 / h),
+        ],
+        convection_y=[
+            (vy_top, vy_top, 1.0 / h),
+            (vy_bottom, vy_bottom, -1.0 / h),
+            (uy_right, vy_right, 1.0 / h),
+            (uy_left, vy_left, -1.0 / h),
+        ],
+        pressure_x=px,
+        laplacian_x=ux_lap,
+        pressure_y=py,
+        laplacian_y=vy_lap,
+        divergence=divergence,
+        velocity=sp.vstack([velocity_x, velocity_y]).tocsr(),
+        centres=centres,
+        fields=fields,
+    )
+
+
+def solve_flow(
+    fluid: np.ndarray,
+    h: float,
+    walls: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    outlet: bool = False,
+    nu: float = NU,
+    tolerance: float = 1e-11,
+) -> dict[str, np.ndarray]:
+    """Steady flow in the fluid cells of a box of square cells, by Newton's method from rest.
+
+    Args:
+      fluid: ``(nx, ny)`` booleans: the cells of ``[0, nx h] x [0, ny h]`` that hold fluid (cell
+        ``(a, b)`` is ``[a h, (a + 1) h] x [b h, (b + 1) h]``); the others are solid.
+      h: the cells' side.
+      walls: ``walls(x, y) -> (u, v)``: the velocity on the boundary (at rest on no-slip walls, the
+        inflow at an inlet), called with arrays of boundary points.
+      outlet: the right side ``x = nx h``, where it meets fluid, is a free outlet: zero normal
+        stress, ``-p + 2 nu u_x = 0`` and ``u_y + v_x = 0`` (traction-free), through ghost nodes
+        past it (continuity holds in the ghost cells). Without it the pressure is fixed by ``p = 0``
+        in the first fluid cell (in C order), in place of that cell's continuity equation.
+      nu: the kinematic viscosity.
+      tolerance: Newton stops when no unknown moves by more than this.
+
+    Returns:
+      ``{"u": (nx + 1, ny + 2), "v": (nx + 2, ny + 1), "p": (nx, ny)}``: ``u`` on the x faces
+      ``x = i h`` at heights ``(j - 1/2) h`` (rows ``j = 0`` and ``ny + 1`` are ghosts outside the
+      box), ``v`` the transpose layout, ``p`` at the cell centres; NaN at solid cells and at nodes
+      that no stencil reaches.
+    """
+    system = flow_system(fluid, h, walls, outlet, nu)
+    nx, ny = np.shape(fluid)
+    value = _value
 
     def residual(z):
-        terms_x = [
-            (product(ux_right, ux_right, z), 1.0 / h),
-            (product(ux_left, ux_left, z), -1.0 / h),
-            (product(ux_top, vx_top, z), 1.0 / h),
-            (product(ux_bottom, vx_bottom, z), -1.0 / h),
-        ]
-        terms_y = [
-            (product(vy_top, vy_top, z), 1.0 / h),
-            (product(vy_bottom, vy_bottom, z), -1.0 / h),
-            (product(uy_right, vy_right, z), 1.0 / h),
-            (product(uy_left, vy_left, z), -1.0 / h),
-        ]
+        terms_x = [(_product(a, b, z), w) for a, b, w in system.convection_x]
+        terms_y = [(_product(a, b, z), w) for a, b, w in system.convection_y]
+        px, ux_lap, py, vy_lap = system.pressure_x, system.laplacian_x, system.pressure_y, system.laplacian_y
+        divergence = system.divergence
         fx = sum(w * f for (f, _), w in terms_x) + value(px, z) / h - nu * value(ux_lap, z) / h**2
         jx = sum(w * j for (_, j), w in terms_x) + px[0] / h - nu * ux_lap[0] / h**2
         fy = sum(w * f for (f, _), w in terms_y) + value(py, z) / h - nu * value(vy_lap, z) / h**2
         jy = sum(w * j for (_, j), w in terms_y) + py[0] / h - nu * vy_lap[0] / h**2
         return np.concatenate([fx, fy, value(divergence, z)]), sp.vstack([jx, jy, divergence[0]]).tocsc()
 
-    z = np.zeros(size)
+    z = np.zeros(system.size)
     for _ in range(30):
         f, jacobian = residual(z)
         step = scipy.sparse.linalg.spsolve(jacobian, -f)
@@ -253,10 +358,7 @@ def solve_flow(
             break
     else:
         raise RuntimeError(f"solve_flow: Newton did not converge on {nx} x {ny} cells (last step {step!r}).")
-    u = np.where(u_used, (U @ z + u0).reshape(su), np.nan)[: nx + 1]
-    v = np.where(v_used, (V @ z + v0).reshape(sv), np.nan)
-    p = np.where(fluid, (P @ z).reshape(sp_)[:nx], np.nan)
-    return {"u": u, "v": v, "p": p}
+    return system.fields(z)
 
 
 def cavity_walls(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -304,15 +406,20 @@ def interpolate(
     Bilinear interpolation; ``h`` is the cells' side (default: the unit square's, ``1 / nx``). Values at
     points in solid cells are meaningless (or NaN): the caller masks them.
     """
+    return interpolate_points(solution, np.stack(np.meshgrid(x, y, indexing="ij"), axis=-1), h)
+
+
+def interpolate_points(solution: dict[str, np.ndarray], points: np.ndarray, h: float | None = None) -> dict:
+    """The staggered ``solution`` at ``points`` (``(..., 2)``: x, y), ``{field: points.shape[:-1]}``, as
+    :func:`interpolate` (bilinear)."""
     nx, ny = solution["p"].shape
     h = 1.0 / nx if h is None else h
     x_faces, x_centres = np.arange(nx + 1) * h, (np.arange(nx + 2) - 0.5) * h
     y_faces, y_centres = np.arange(ny + 1) * h, (np.arange(ny + 2) - 0.5) * h
     grids = {"u": (x_faces, y_centres), "v": (x_centres, y_faces), "p": (x_centres[1:-1], y_centres[1:-1])}
     values = {name: _extend(solution[name]) for name in ("u", "v", "p")}
-    mesh = np.stack(np.meshgrid(x, y, indexing="ij"), axis=-1)
     return {
-        name: RegularGridInterpolator(grids[name], values[name], bounds_error=False, fill_value=None)(mesh)
+        name: RegularGridInterpolator(grids[name], values[name], bounds_error=False, fill_value=None)(points)
         for name in ("u", "v", "p")
     }
 

@@ -1,0 +1,271 @@
+"""NS2d-LT (PINNacle): unsteady Navier-Stokes in a channel over a long time, nu = 0.01; fields u, v, p.
+
+``u_t + u u_x + v u_y + p_x = nu (u_xx + u_yy)``,
+``v_t + u v_x + v v_y + p_y = nu (v_xx + v_yy) - sin(pi x) sin(pi y) sin(pi t)``, ``u_x + v_y = 0`` on
+``[0, 2] x [0, 1] x [0, 5]``: the inflow ``u = sin(pi y) g(t)``, ``g = sin(pi t) + sin(3 pi t) +
+sin(5 pi t)``, ``v = 0`` at ``x = 0``; no slip at ``y = 0, 1``; at rest at ``t = 0``. The outlet
+``x = 2`` is free of stress, ``-p + 2 nu u_x = 0`` and ``u_y + v_x = 0`` (PINNacle writes ``p = 0``,
+which alone leaves the outflow undetermined; as in ``ns2d_cg``, p is within ``2 nu u_x`` of 0 there).
+The inflow reverses with ``g``: the whole channel's flow oscillates, the pressure drop (up to ~40) is
+what accelerates it, and Stokes layers ~0.04 thick form on the walls.
+
+What the example combines:
+
+- hard conditions: ``u = sin(pi y) g(t) + (previous - sin(pi y) g(t_k)) + D N_u``, ``v = previous + D N_v``
+  with ``D = x/2 4y(1 - y) (t - t_k) / L``: the inflow, no slip and the window's initial values
+  exact (``t_k`` the window's start, ``L`` its length, ``previous`` the window before at ``t_k``, at rest in
+  the first); the pressure has no initial condition (incompressible flow has none to give);
+- the pressure's lift ``p = (2 - x) (2 / pi) g'(t) + S N_p`` (``--pressure-lift``; ``--pressure-scale`` S):
+  the drop that accelerates the inflow's flux ``(2 / pi) g(t)`` along the channel, so that the network
+  learns the rest;
+- time-marching in ``--time-windows`` windows, the modified MLP, float64, Adam then L-BFGS in each window;
+  the two outlet conditions are loss terms.
+
+The error is PINNacle's L2RE over (u, v, p) together (target 1e-1) and over (u, v) (target 5e-2), at
+20,000 fixed points uniform in the space-time box (times > 0, multiples of 0.01), against the
+staggered finite-volume / SBDF2 reference (:mod:`pinn_examples.ns2d_lt_reference`); ``field.png``
+shows the slice ``y = 0.5`` over ``(x, t)``. PINNacle: every method about 1.0.
+
+References:
+  Hao et al. (2024), "PINNacle: A Comprehensive Benchmark of Physics-Informed Neural Networks
+  for Solving PDEs", NeurIPS Datasets and Benchmarks (arXiv:2306.08827), problem NS2d-LT.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from pinn_examples._runner import Example, Settings, field_errors, setting
+from pinn_examples.cavity_reference import NU
+from pinn_examples.ns2d_lt_reference import END, LENGTH, SNAPSHOTS, ns2d_lt_reference
+from pinn_examples.scattered import ScatteredExample, run
+
+FIELDS = ("u", "v", "p")
+OUTLET_POINTS = 512  # per window
+TARGETS = {("u", "v", "p"): 1e-1, ("u", "v"): 5e-2}  # PINNacle's L2RE over these fields together
+
+
+@dataclasses.dataclass
+class ChannelSettings(Settings):
+    architecture: str = setting("modified", "the network: plain MLP or modified MLP", choices=("mlp", "modified"))
+    pressure_lift: bool = setting(True, "p = (2 - x) (2 / pi) g'(t) + S N_p: the drop that accelerates the inflow")
+    pressure_scale: float = setting(1.0, "S: the scale of the network's pressure output", positive=True)
+    outlet_points: int = setting(OUTLET_POINTS, "points on the outlet x = 2 per window", positive=True)
+    continuity_weight: float = setting(1.0, "loss weight of the continuity equation (its terms are ~30x smaller)")
+
+
+def inflow(t):
+    """``g(t)`` and ``g'(t)`` (tensors)."""
+    import tensorflow as tf
+
+    g = tf.sin(np.pi * t) + tf.sin(3.0 * np.pi * t) + tf.sin(5.0 * np.pi * t)
+    rate = np.pi * (tf.cos(np.pi * t) + 3.0 * tf.cos(3.0 * np.pi * t) + 5.0 * tf.cos(5.0 * np.pi * t))
+    return g, rate
+
+
+def residual(d, x, p):
+    import tensorflow as tf
+
+    u, v = d["u"], d["v"]
+    force = tf.sin(np.pi * x["x"]) * tf.sin(np.pi * x["y"]) * tf.sin(np.pi * x["t"])  # minus the right-hand side
+    return {
+        "momentum_x": d["u_t"] + u * d["u_x"] + v * d["u_y"] + d["p_x"] - NU * (d["u_xx"] + d["u_yy"]),
+        "momentum_y": d["v_t"] + u * d["v_x"] + v * d["v_y"] + d["p_y"] - NU * (d["v_xx"] + d["v_yy"]) + force,
+        "continuity": d["u_x"] + d["v_y"],
+    }
+
+
+def initial(x):
+    """At rest at ``t = 0`` (the pressure's column is not used)."""
+    import tensorflow as tf
+
+    return tf.zeros_like(x["x"])[:, None] * np.zeros((1, 3))
+
+
+def hard_transform(length: float, lift: bool, scale: float):
+    """The window's ``(u, v, p)`` from the network's outputs (see the module's docstring)."""
+    import tensorflow as tf
+
+    def transform(x, outputs, start, previous):
+        s, y, t = x["x"][:, None], x["y"][:, None], x["t"][:, None]
+        g, rate = inflow(t)
+        profile = tf.sin(np.pi * y)
+        distance = 0.5 * s * 4.0 * y * (1.0 - y) * (t - start) / length
+        g_start = float(np.sin(np.pi * start) + np.sin(3.0 * np.pi * start) + np.sin(5.0 * np.pi * start))
+        drop = (LENGTH - s) * (2.0 / np.pi) * rate if lift else tf.zeros_like(s)
+        dtype = outputs.dtype.as_numpy_dtype
+        first, velocity, pressure = (np.array([row], dtype) for row in ([1, 0, 0], [1, 1, 0], [0, 0, 1]))
+        base = profile * (g - g_start) * first + drop * pressure
+        return base + previous * velocity + (distance * velocity + scale * pressure) * outputs
+
+    return transform
+
+
+def windows(settings: ChannelSettings, end: float = END):
+    """The ``settings.time_windows`` windows on ``[0, end]``, each with its hard initial condition."""
+    from hodiff import pinn
+
+    transform = hard_transform(end / settings.time_windows, settings.pressure_lift, settings.pressure_scale)
+    return pinn.TimeWindows(settings.time_windows, initial, transform, local_time=True)
+
+
+def outlet_conditions(count: int):
+    """The stress-free outlet ``x = 2``: ``-p + 2 nu u_x = 0`` and ``u_y + v_x = 0`` (sampled on the face)."""
+    from hodiff import pinn
+
+    return [
+        pinn.Condition(
+            lambda d, x, n: -d["p"] + 2.0 * NU * d["u_x"],
+            ("p", "u_x"),
+            on="boundary",
+            where="right",
+            count=count,
+            name="outlet_normal",
+        ),
+        pinn.Condition(
+            lambda d, x, n: d["u_y"] + d["v_x"],
+            ("u_y", "v_x"),
+            on="boundary",
+            where="right",
+            count=count,
+            name="outlet_shear",
+        ),
+    ]
+
+
+def build(settings: ChannelSettings, end: float = END):
+    """The problem on ``[0, 2] x [0, 1] x [0, end]`` (one window's hard conditions) and the network."""
+    from hodiff import pinn
+
+    domain = pinn.Rectangle(("x", "y"), (0.0, 0.0), (LENGTH, 1.0)) * pinn.TimeDomain("t", 0.0, end)
+    one = windows(dataclasses.replace(settings, time_windows=1), end / settings.time_windows)
+    problem = pinn.Problem(
+        domain,
+        needs=("u", "v", "u_t", "v_t", "u_x", "u_y", "v_x", "v_y", "p_x", "p_y", "u_xx", "u_yy", "v_xx", "v_yy"),
+        residual=residual,
+        fields=FIELDS,
+        residual_names=("momentum_x", "momentum_y", "continuity"),
+        conditions=outlet_conditions(settings.outlet_points),
+        output_transform=one.output_transform(domain, 0.0, None),
+        weights={"continuity": settings.continuity_weight},
+    )
+    model = pinn.mlp(
+        domain,
+        outputs=3,
+        width=settings.width,
+        depth=settings.depth,
+        dtype=settings.dtype,
+        seed=settings.seed,
+        architecture=settings.architecture,
+    )
+    return problem, model
+
+
+def test_set():
+    reference = ns2d_lt_reference()
+    return reference["points"], {name: reference[name] for name in FIELDS}
+
+
+def picture():
+    reference = ns2d_lt_reference()
+    x, t = reference["x"], reference["t"]
+    gx, gt = (g.ravel() for g in np.meshgrid(x, t, indexing="ij"))
+    points = np.column_stack([gx, np.full_like(gx, 0.5), gt])
+    return {"x": x, "t": t}, points, {name: reference[f"picture_{name}"] for name in FIELDS}
+
+
+def reference():
+    axes, _, values = picture()
+    return axes, values
+
+
+def scores(trainer) -> dict:
+    """The L2RE over (u, v) beside metrics.json's (u, v, p), and ``target_ratio``: the larger of each over its
+    target (<= 1: both targets met)."""
+    from pinn_examples.scattered import predict
+
+    points, exact = SCATTERED.test_set()
+    predicted = predict(trainer, points)
+    errors = {fields: field_errors(predicted, exact, fields)["relative_l2_error"] for fields in TARGETS}
+    return {
+        "relative_l2_error_uv": errors[("u", "v")],
+        "target_ratio": max(errors[fields] / target for fields, target in TARGETS.items()),
+    }
+
+
+def plot_over_time(output: str, path: str) -> float:
+    """The trained run in ``output`` (``--evaluate``) against the reference at :data:`SNAPSHOTS`: one row per time
+    with ``u``, ``v``, ``p`` of the PINN and their errors, written to ``path``; returns the largest error in u."""
+    import os
+    import tempfile
+
+    import matplotlib.pyplot as plt
+
+    from pinn_examples.ns2d_lt_reference import snapshot_points
+
+    axes, points = snapshot_points()
+    shape = (len(SNAPSHOTS), len(axes["x"]), len(axes["y"]))
+    exact = ns2d_lt_reference()
+    with tempfile.TemporaryDirectory() as directory:
+        saved = os.path.join(directory, "points.npy")
+        np.save(saved, points)
+        if main(["--output", output, "--evaluate", saved]) != 0:
+            raise RuntimeError(f"plot_over_time: evaluating the run in {output} failed.")
+    evaluated = np.load(os.path.join(output, "evaluation.npz"))
+    predicted = {name: evaluated[name].reshape(shape) for name in FIELDS}
+    figure, grid = plt.subplots(len(SNAPSHOTS), 6, figsize=(24, 2.4 * len(SNAPSHOTS)), squeeze=False)
+    extent = (0.0, LENGTH, 0.0, 1.0)
+    for row, t in enumerate(SNAPSHOTS):
+        for k, name in enumerate(FIELDS):
+            error = predicted[name][row] - exact[f"snapshot_{name}"][row]
+            for column, (values, title) in enumerate(((predicted[name][row], "PINN"), (error, "error"))):
+                ax = grid[row, 2 * k + column]
+                limit = max(np.abs(values).max(), 1e-12)
+                shown = ax.imshow(values.T, origin="lower", extent=extent, cmap="RdBu_r", vmin=-limit, vmax=limit)
+                figure.colorbar(shown, ax=ax, shrink=0.8)
+                ax.set_title(f"{name} {title}, t = {t:g}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=60)
+    plt.close(figure)
+    return float(np.abs(predicted["u"] - exact["snapshot_u"]).max())
+
+
+EXAMPLE = Example(
+    name="ns2d_lt",
+    build=build,
+    reference=reference,
+    presets={
+        "default": ChannelSettings(
+            interior=1024,
+            adam_steps=500,
+            lbfgs_iterations=500,
+            width=32,
+            depth=4,
+            dtype="float64",
+            steps_per_call=100,
+            time_windows=10,
+        ),
+        "fast": ChannelSettings(
+            interior=128,
+            adam_steps=20,
+            lbfgs_iterations=10,
+            width=8,
+            depth=2,
+            dtype="float64",
+            steps_per_call=10,
+            log_every=10,
+            checkpoint_every=10,
+            time_windows=2,
+            outlet_points=32,
+        ),
+    },
+    target={"default": 1.0},
+    target_metric="target_ratio",
+    extra_metrics=scores,
+    windows=windows,
+)
+SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
+
+
+def main(argv=None) -> int:
+    return run(SCATTERED, argv)

@@ -1,0 +1,124 @@
+"""ns2d_lt (PINNacle NS2d-LT): the residual is the PDE, the hard conditions hold in every window; the fast preset runs,
+scores (u, v, p) and (u, v), answers --evaluate and resumes; bad flags."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pinn_examples import ns2d_lt
+from pinn_examples import ns2d_lt_reference as ref
+
+TINY = [
+    "--preset", "fast", "--interior", "64", "--adam-steps", "10", "--lbfgs-iterations", "0", "--architecture", "mlp",
+    "--time-windows", "1", "--no-progress",
+]  # fmt: skip
+
+
+def coarse_reference():
+    """A coarse reference (a second): the plumbing needs its shapes, not its accuracy."""
+    return ref.ns2d_lt_reference(8, 0.01, cache=None)
+
+
+def test_the_residual_is_the_pde():
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    x, y, t = (tf.constant(v) for v in rng.uniform(size=(3, 20)) * np.array([[2.0], [1.0], [5.0]]))
+    names = ("u", "v", "u_t", "v_t", "u_x", "u_y", "v_x", "v_y", "p_x", "p_y", "u_xx", "u_yy", "v_xx", "v_yy")
+    d = {name: tf.constant(rng.normal(size=20)) for name in names}
+    got = {k: v.numpy() for k, v in ns2d_lt.residual(d, {"x": x, "y": y, "t": t}, {}).items()}
+    n = {k: v.numpy() for k, v in d.items()}
+    x, y, t = x.numpy(), y.numpy(), t.numpy()
+    force = -np.sin(np.pi * x) * np.sin(np.pi * y) * np.sin(np.pi * t)  # the y-momentum's right-hand side
+    expected = {
+        "momentum_x": n["u_t"] + n["u"] * n["u_x"] + n["v"] * n["u_y"] + n["p_x"] - 0.01 * (n["u_xx"] + n["u_yy"]),
+        "momentum_y": n["v_t"] + n["u"] * n["v_x"] + n["v"] * n["v_y"] + n["p_y"] - 0.01 * (n["v_xx"] + n["v_yy"])
+        - force,
+        "continuity": n["u_x"] + n["v_y"],
+    }  # fmt: skip
+    for key in expected:
+        np.testing.assert_allclose(got[key], expected[key], rtol=1e-12, atol=1e-12)
+
+
+def test_the_hard_conditions_hold_in_every_window():
+    """The inflow, no slip and rest at t = 0 exactly; window 1 starts where window 0 ends; p has the lift; each window's
+    network sees its local time (its window stretched over the horizon)."""
+    import tensorflow as tf
+
+    from hodiff import pinn
+
+    settings = ns2d_lt.EXAMPLE.presets["fast"]
+    problem, model = ns2d_lt.build(settings)
+    windows = ns2d_lt.windows(settings)
+    first = windows.problem(problem, 0).solution(pinn.windows.freeze(model))
+    rng = np.random.default_rng(1)
+    y, t = rng.uniform(size=20), rng.uniform(size=20) * 2.5
+    inlet = first(tf.constant(np.column_stack([np.zeros(20), y, t]))).numpy()
+    np.testing.assert_allclose(inlet[:, 0], np.sin(np.pi * y) * ref.inflow(t), atol=1e-13)
+    np.testing.assert_allclose(inlet[:, 1], 0.0, atol=1e-13)
+    walls = np.column_stack([rng.uniform(size=20) * 2.0, np.repeat([0.0, 1.0], 10), t])
+    np.testing.assert_allclose(first(tf.constant(walls)).numpy()[:, :2], 0.0, atol=1e-13)
+    space = rng.uniform(size=(20, 2)) * np.array([2.0, 1.0])
+    np.testing.assert_allclose(first(tf.constant(np.column_stack([space, np.zeros(20)]))).numpy()[:, :2], 0.0)
+    inside = first(tf.constant(np.column_stack([space, np.full(20, 1.3)]))).numpy()
+    assert np.abs(inside[:, 1]).max() > 1e-4  # the network contributes
+    second = windows.problem(problem, 1, first).solution(pinn.windows.freeze(model))
+    middle = tf.constant(np.column_stack([space, np.full(20, 2.5)]))
+    np.testing.assert_allclose(second(middle).numpy()[:, :2], first(middle).numpy()[:, :2], atol=1e-13)
+    g_rate = np.pi * sum(k * np.cos(k * np.pi * 2.5) for k in (1, 3, 5))
+    lift = (2.0 - space[:, 0]) * 2.0 / np.pi * g_rate
+    raw = model(tf.constant(np.column_stack([space, np.zeros(20)]))).numpy()[:, 2]  # window 1 starts at local t = 0
+    np.testing.assert_allclose(second(middle).numpy()[:, 2], lift + settings.pressure_scale * raw, atol=1e-12)
+
+
+@pytest.mark.slow  # 34 s at load 6 (XLA compiles the Navier-Stokes step); the pieces are tested above
+def test_fast_run_scores_evaluates_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setattr(ns2d_lt, "ns2d_lt_reference", coarse_reference)
+    output = tmp_path / "run"
+    assert ns2d_lt.main([*TINY, "--output", str(output)]) in (0, 3)  # 3: the target missed, as a fast run does
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["error_points"] == 20_000 and metrics["error_fields"] == ["u", "v", "p"]
+    for key in ("relative_l2_error", "relative_l2_error_uv", "relative_l2_error_u", "relative_l2_error_p"):
+        assert 0.0 < metrics[key] < 5.0, key
+    assert metrics["target_ratio"] == pytest.approx(
+        max(metrics["relative_l2_error"] / 1e-1, metrics["relative_l2_error_uv"] / 5e-2)
+    )
+    axes, points = ref.snapshot_points((1.0,))
+    np.save(tmp_path / "points.npy", points)
+    assert ns2d_lt.main(["--output", str(output), "--evaluate", str(tmp_path / "points.npy")]) == 0
+    evaluated = np.load(output / "evaluation.npz")
+    assert set(evaluated.files) >= {"u", "v", "p"} and evaluated["u"].shape == (len(points),)
+    inlet = points[:, 0] == 0.0
+    np.testing.assert_allclose(evaluated["u"][inlet], np.sin(np.pi * points[inlet, 1]) * ref.inflow(1.0), atol=1e-12)
+    # the pictures over time against the (coarse) reference
+    worst = ns2d_lt.plot_over_time(str(output), str(tmp_path / "over_time.png"))
+    assert (tmp_path / "over_time.png").stat().st_size > 1000 and 0.0 < worst < 20.0
+    # --resume of the finished run restores it and scores alike
+    assert ns2d_lt.main([*TINY, "--output", str(output), "--resume"]) in (0, 3)
+    again = json.loads((output / "metrics.json").read_text())
+    assert again["relative_l2_error"] == pytest.approx(metrics["relative_l2_error"], rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--architecture", "resnet"], "invalid choice"),
+        (["--pressure-scale", "0"], "--pressure-scale"),
+        (["--time-windows", "0"], "out of range"),
+        (["--continuity-weight", "-1"], "continuity"),
+    ],
+)
+def test_bad_flags_are_refused(flags, message, tmp_path, capsys):
+    with pytest.raises((SystemExit, ValueError), match=None) as raised:
+        ns2d_lt.main([*TINY, *flags, "--output", str(tmp_path / "run")])
+    assert message in capsys.readouterr().err + str(raised.value)
+
+
+def test_the_continuity_weight_reaches_the_loss():
+    import dataclasses
+
+    settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["fast"], continuity_weight=100.0)
+    problem, _ = ns2d_lt.build(settings)
+    assert problem.weights == {"continuity": 100.0}
+    assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["default"])[0].weights == {"continuity": 1.0}
