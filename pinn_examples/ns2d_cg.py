@@ -9,11 +9,13 @@ undetermined; the stress-free outlet is the usual meaning of a pressure outlet, 
 within ``2 nu u_x`` of 0 there). Re = 100 on the inlet's height and peak velocity: the flow
 separates at the step's corner (2, 1) and the recirculation behind it reaches the outlet.
 
-The walls and the inlet are hard constraints: ``u = 4y(1 - y) relu(1 - x/2)^3 + D N_u``,
-``v = D N_v`` with ``D = tanh(2x) y (2 - y) s(x, y)`` and ``s = a + b + sqrt(a^2 + b^2)``,
-``a = 1 - y``, ``b = x - 2``, the R-function union of the half-planes ``y < 1`` and ``x > 2``: zero
-on both walls of the step and positive in the channel. Only products and elementwise functions,
-no slicing or concatenation (which XLA cannot differentiate three times). The two outlet
+The network gives a stream function ``psi`` and ``p``; ``u = psi_y``, ``v = -psi_x`` (a tape
+inside the model), so continuity holds exactly and only the two momentum equations are residuals.
+The walls and the inlet are hard constraints in ``psi = G + D^2 N_psi``: ``G`` is 0 on the bottom
+wall, 2/3 (the inlet's flux) on the upper walls and ``2y^2 - 4y^3/3`` on the inlet, with zero
+gradient on every wall (:func:`stream_lift_and_distance`), and ``D`` vanishes on the walls and
+the inlet, so that ``D^2`` keeps both ``psi`` and its gradient there (no slip). Only products and
+elementwise functions, no slicing or concatenation (which XLA cannot differentiate three times). The two outlet
 conditions are loss terms. Reference: the staggered finite-volume solution by Newton
 (:func:`pinn_examples.cavity_reference.solve_channel`), 128 cells per unit length, its own error
 ~1e-3 on (u, v) (refinement tests; the re-entrant corner limits it to first order). The error is
