@@ -45,9 +45,17 @@ def stream_lift_and_distance(s, t):
     """The stream function's lift ``G`` and the distance ``D`` at points ``(s, t)`` (tensors ``(N, 1)``).
 
     ``G = (2/3)(1 - 3 delta^2 + 2 delta^3)`` with ``delta`` 1 on the bottom wall, 0 on the upper walls and
-    ``1 - y`` near the inlet: ``G`` is 0 on the bottom, 2/3 (the inlet's flux) on the upper walls, the
-    inlet's ``2y^2 - 4y^3/3`` at ``x = 0``, and its gradient vanishes on every wall and ``G_x`` on the
-    inlet. ``D`` vanishes on the walls and the inlet, so ``psi = G + D^2 N`` keeps all of it for any ``N``.
+    ``1 - y`` for ``x <= 1``: ``G`` is 0 on the bottom, 2/3 (the inlet's flux) on the upper walls, the
+    inlet's Poiseuille flow ``2y^2 - 4y^3/3`` for ``x <= 1`` (the flow far upstream of the step), and its
+    gradient vanishes on every wall. Beyond ``x = 1``, ``delta`` blends (C^3) into ``U / (U + y)`` with ``U``
+    the R-function of the step times ``2 - y``, zero on the upper walls. ``D`` vanishes on the walls and the
+    inlet, so ``psi = G + D^2 N`` keeps the inlet's ``psi`` and ``psi_x = 0``, and no slip, for any ``N``.
+
+    Args:
+      s, t: the points' ``x`` and ``y``, tensors ``(N, 1)``.
+
+    Returns:
+      ``(G, D)``, each ``(N, 1)``.
     """
     import tensorflow as tf
 
@@ -65,7 +73,16 @@ def stream_lift_and_distance(s, t):
 def stream_network(domain, settings: Settings):
     """A Keras model ``x -> (u, v, p)``: a network ``N = (N_psi, p)``, ``psi = G + D^2 N_psi`` and
     ``(u, v) = (psi_y, -psi_x)`` by a tape inside the call (only products and elementwise functions, which
-    XLA differentiates three times more)."""
+    XLA differentiates three times more).
+
+    Args:
+      domain: the channel (its bounding box scales the network's inputs).
+      settings: the network's width, depth, dtype and seed.
+
+    Returns:
+      The built model (its weights are the inner :func:`hodiff.pinn.mlp`'s); the walls and the inlet hold
+      for any weights.
+    """
     import keras
     import tensorflow as tf
 
