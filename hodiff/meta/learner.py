@@ -120,6 +120,9 @@ class MetaLearner(tf.Module):
         step (Python dispatch is paid once per call). With more than one, every tensor passed to
         :meth:`meta_step` has a leading axis of that length, and iteration ``i`` trains on slice
         ``i``: ``(steps_per_call, tasks, examples, ...)``.
+      monitor: also return statistics of the meta-gradient (norms, NaN/Inf counts) under
+        ``gradient_stats``, as :class:`hodiff.TrainStep` does. ``False`` leaves their kernels and
+        outputs out of the compiled step (faster for small models, see docs/meta.md).
 
     Call :meth:`meta_step` with a task batch ``(support_x, support_y, query_x, query_y)``, each
     with a leading task axis; it returns the mean query loss after adaptation and the mean support
@@ -147,6 +150,7 @@ class MetaLearner(tf.Module):
         inner_optimizer: str | InnerOptimizer = "sgd",
         vectorize: bool | None = None,
         steps_per_call: int = 1,
+        monitor: bool = True,
     ):
         super().__init__(name="meta_learner")
         caller = "MetaLearner"
@@ -216,6 +220,7 @@ class MetaLearner(tf.Module):
             gradients_fn=self._meta_gradients,
             steps_per_call=steps_per_call,
             per_step_batches=steps_per_call > 1,
+            monitor=monitor,
         )
         self.steps_per_call = steps_per_call
         self._compiled: dict[Any, Callable] = {}
