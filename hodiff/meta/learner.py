@@ -466,7 +466,8 @@ class MetaLearner(tf.Module):
         batch per meta-iteration, all run in one compiled call); the outputs are those of the last
         iteration, with ``losses`` holding every iteration's query loss.
         """
-        batch = [tf.convert_to_tensor(a) for a in (support_x, support_y, query_x, query_y)]
+        arrays = (support_x, support_y, query_x, query_y)
+        batch = [a if isinstance(a, tf.Tensor) else tf.convert_to_tensor(a) for a in arrays]
         steps = self.steps_per_call
         masks = self._masks(batch, support_mask, query_mask, leading=3 if steps > 1 else 2)
         signature = tuple((tuple(a.shape), a.dtype) for a in batch)
