@@ -417,8 +417,7 @@ def test_eager_calls_skip_the_concrete_functions_binding_except_under_a_tape(mon
     graph = TrainStep(objective, [weights[0]], keras.optimizers.SGD(0.1), jit_compile=False)
     expected = float(graph(x)["loss"])  # XLA cannot compile the recorded call's forward function, hence a graph step
     assert not bound
-    with tf.GradientTape() as tape:
-        tape.watch(x)
+    with tf.GradientTape():  # an active tape, even one that watches nothing yet
         loss = graph(x)["loss"]
     assert bound, "under a tape the call goes through ConcreteFunction.__call__, which records it"
     assert float(loss) < expected and graph._compiled.experimental_get_tracing_count() == 1

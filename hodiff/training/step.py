@@ -399,18 +399,21 @@ def _function_runner(inference: Any) -> Callable[[list, int], list] | None:
 
 
 def _tape_watch_check() -> Callable[[list], bool] | None:
-    """``watched(tensors)``: whether a tape or forward accumulator could record them (then a
-    function call must go through ``ConcreteFunction.__call__``), or ``None`` where TensorFlow's
-    private entry point is missing."""
+    """``watched(tensors)``: whether a tape is active or a tape or forward accumulator watches the
+    tensors (then a function call goes through ``ConcreteFunction.__call__``, which records the
+    call and the variables it reads), or ``None`` where TensorFlow's private entry points are
+    missing."""
     try:
+        from tensorflow.python.eager import record
         from tensorflow.python.ops import gradients_util
-    except ImportError:  # pragma: no cover - a TensorFlow without the module
+    except ImportError:  # pragma: no cover - a TensorFlow without the modules
         return None
+    active = getattr(record, "could_possibly_record", None)
     possible = getattr(gradients_util, "PossibleTapeGradientTypes", None)
     none = getattr(gradients_util, "POSSIBLE_GRADIENT_TYPES_NONE", None)
-    if possible is None or none is None:  # pragma: no cover
+    if active is None or possible is None or none is None:  # pragma: no cover
         return None
-    return lambda tensors: possible(tensors) != none
+    return lambda tensors: active() or possible(tensors) != none
 
 
 def _both(a: tf.Tensor | bool, b: tf.Tensor | bool) -> tf.Tensor:
