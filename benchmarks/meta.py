@@ -48,6 +48,7 @@ from hodiff.meta import MetaLearner
 from pinn_examples.maml_sinusoid import mse, network, sample_tasks
 
 RESULTS = Path(__file__).parent / "results" / "meta.json"
+PROFILE = Path(__file__).parent / "results" / "meta_profile.json"
 ALPHA = 0.01
 
 
@@ -138,7 +139,12 @@ JAX_MANY = "JAX (jax.jit + lax.scan of {k} iterations, vmap over tasks)"
 def main(argv=None) -> int:
     def extra(parser):
         parser.add_argument("--steps-per-call", type=int, default=100, help="meta-iterations per compiled call")
-        parser.add_argument("--part", choices=("all", "sinusoid", "cnn"), default="all", help="which benchmarks")
+        parser.add_argument(
+            "--part",
+            choices=("all", "sinusoid", "cnn", "profile"),
+            default="all",
+            help="which benchmarks (profile: where one sinusoid call's time goes; not part of all)",
+        )
         parser.add_argument("--cnn-tasks", type=int, default=None, help="CNN meta-batch (default 32; --quick 2)")
         parser.add_argument("--cnn-filters", type=int, default=None, help="CNN filters (default 64; --quick 8)")
         parser.add_argument("--cnn-repeats", type=int, default=None, help="timed CNN calls (default 3; --quick 1)")
@@ -208,6 +214,13 @@ def learner(steps_per_call: int = 1, vectorize: bool = True, monitor: bool = Tru
 def run(args) -> int:
     results: dict = {"machine": machine()}
     lines: list[str] = []
+    if args.part == "profile":
+        from benchmarks.meta_profile import run_profile
+
+        results["profile"], lines = run_profile(args.repeats)
+        output = PROFILE if args.output == RESULTS else args.output  # the suite's results stay apart
+        report(results, "\n".join(lines), output)
+        return 0
     if args.part in ("all", "sinusoid"):
         sinusoid, lines = run_sinusoid(args)
         results.update(sinusoid)
