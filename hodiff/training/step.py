@@ -358,8 +358,9 @@ def _flat_caller(concrete: Any) -> Callable[[tuple], Any]:
     Where no tape or forward accumulator watches the inputs, ``ConcreteFunction.__call__`` binds
     the arguments to its signature, flattens them, appends the captured variables, runs the
     function op and packs its outputs; the caller does the last three only (the dict lookup in
-    :meth:`TrainStep._call_local` has matched dtypes and shapes already), which on the sinusoid
-    MAML step was a third of the time outside the compiled executable. Under a tape, for outputs
+    :meth:`TrainStep._call_local` has matched dtypes and shapes already): for an XLA function of
+    20 variables the binding cost as much as the function op itself (docs/benchmarks.md, Meta
+    section). Under a tape, for outputs
     other than plain tensors, or on a TensorFlow without these (private) entry points, it is
     ``concrete(*batch)``.
     """
