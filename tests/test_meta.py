@@ -243,3 +243,17 @@ def test_mixed_float16_model_meta_trains_with_loss_scaling():
     losses = [float(o["loss"]) for o in outputs]
     assert outputs[-1]["loss"].dtype == tf.float32 and losses[-1] < 0.8 * losses[applied.index(True)]
     assert all(v.dtype == "float32" for v in learner.functional.variables)
+
+
+def test_monitor_off_leaves_the_statistics_out_and_trains_the_same():
+    x = tf.constant(RNG.uniform(-2, 2, (3, 6, 1)))
+    batch = (x, tf.sin(x), x + 0.5, tf.sin(x + 0.5))
+    learners = [
+        MetaLearner(small_model(), mse, inner_learning_rate=0.1, jit_compile=False, monitor=monitor)
+        for monitor in (True, False)
+    ]
+    outputs = [learner.meta_step(*batch) for learner in learners]
+    assert "gradient_stats" in outputs[0] and "gradient_stats" not in outputs[1]
+    assert_close(outputs[1]["loss"], outputs[0]["loss"], rtol=1e-12)
+    for a, e in zip(learners[1].step.variables_, learners[0].step.variables_):
+        assert_close(a, e, rtol=1e-12, atol=1e-15, what="weights after one meta-step without the monitor")

@@ -128,3 +128,22 @@ def test_first_inner_step_multiplies_the_shared_kernels_over_all_tasks_at_once()
     expected = learners[False]._meta_gradients(*batch)
     for a, e in zip(function(*batch)[1], expected[1]):
         assert_close(a, e, rtol=1e-10, atol=1e-13, what="vectorised meta-gradient (XLA)")
+
+
+def test_meta_steps_on_fresh_task_batches_trace_once_and_equal_the_tf_function():
+    """One ``meta_step`` call per meta-iteration, each on a newly sampled task batch (as users call
+    it): one trace and one compiled function for all of them, and the same second-order
+    meta-updates as calling the step's ``tf.function`` (float64, XLA)."""
+    learners = [
+        MetaLearner(small_model(), mse, inner_learning_rate=0.1, outer_optimizer=keras.optimizers.Adam(0.01))
+        for _ in range(2)
+    ]
+    losses = []
+    for seed in range(3):
+        batch = [b[0] for b in task_batches(1, seed=seed)]
+        losses.append(float(learners[0].meta_step(*batch)["loss"]))
+        assert_close(losses[-1], learners[1].step._compiled(*batch)["loss"], rtol=1e-12)
+    for a, e in zip(learners[0].step.variables_, learners[1].step.variables_):
+        assert_close(a, e, rtol=1e-12, atol=1e-15, what="weights after three meta-iterations")
+    assert learners[0].step._compiled.experimental_get_tracing_count() == 1 and len(learners[0].step._signatures) == 1
+    assert len(set(losses)) == 3

@@ -391,3 +391,33 @@ def test_functions_run_eagerly_for_debugging_still_train():
         tf.config.run_functions_eagerly(False)
     assert bool(outputs["applied"]) and not step._signatures, "no concrete function: the step ran eagerly"
     assert_close(w, [0.8, -1.6], rtol=1e-6)
+
+
+def test_eager_calls_skip_the_concrete_functions_binding_except_under_a_tape(monkeypatch):
+    """Called eagerly, the step runs its concrete function from the flat inputs (no argument
+    binding): the same updates as the tf.function, one trace; under a tape it goes through
+    ``ConcreteFunction.__call__`` as before, which records the call."""
+    weights = [tf.Variable([1.0, -2.0]), tf.Variable([1.0, -2.0])]
+    steps = [TrainStep(lambda x, w=w: tf.reduce_sum(w * x) ** 2, [w], keras.optimizers.Adam(0.1)) for w in weights]
+    concrete_type = type(steps[0]._compiled.get_concrete_function(tf.constant([0.0, 0.0])))
+    bound = []
+    original = concrete_type.__call__
+    monkeypatch.setattr(concrete_type, "__call__", lambda self, *a, **k: bound.append(1) or original(self, *a, **k))
+    for values in ([1.0, 2.0], [0.5, -1.0], [2.0, 2.0]):
+        x = tf.constant(values)
+        fast, reference = steps[0](x), steps[1]._compiled(x)
+        tf.nest.assert_same_structure(fast, reference)
+        for index, (a, b) in enumerate(zip(tf.nest.flatten(fast), tf.nest.flatten(reference))):
+            assert a.dtype == b.dtype and a.shape == b.shape, index
+            assert_close(tf.cast(a, tf.float64), tf.cast(b, tf.float64), rtol=1e-6, what=f"output {index}")
+    assert_close(weights[0], weights[1], rtol=1e-6)
+    assert not bound, "ConcreteFunction.__call__ was used for plain eager calls"
+    assert steps[0]._compiled.experimental_get_tracing_count() == 1 and len(steps[0]._signatures) == 1
+    objective = lambda x: tf.reduce_sum(weights[0] * x) ** 2
+    graph = TrainStep(objective, [weights[0]], keras.optimizers.SGD(0.1), jit_compile=False)
+    expected = float(graph(x)["loss"])  # XLA cannot compile the recorded call's forward function, hence a graph step
+    assert not bound
+    with tf.GradientTape():  # an active tape, even one that watches nothing yet
+        loss = graph(x)["loss"]
+    assert bound, "under a tape the call goes through ConcreteFunction.__call__, which records it"
+    assert float(loss) < expected and graph._compiled.experimental_get_tracing_count() == 1

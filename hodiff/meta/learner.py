@@ -120,6 +120,9 @@ class MetaLearner(tf.Module):
         step (Python dispatch is paid once per call). With more than one, every tensor passed to
         :meth:`meta_step` has a leading axis of that length, and iteration ``i`` trains on slice
         ``i``: ``(steps_per_call, tasks, examples, ...)``.
+      monitor: also return statistics of the meta-gradient (norms, NaN/Inf counts) under
+        ``gradient_stats``, as :class:`hodiff.TrainStep` does. ``False`` leaves their kernels and
+        outputs out of the compiled step (faster for small models, see docs/meta.md).
 
     Call :meth:`meta_step` with a task batch ``(support_x, support_y, query_x, query_y)``, each
     with a leading task axis; it returns the mean query loss after adaptation and the mean support
@@ -147,6 +150,7 @@ class MetaLearner(tf.Module):
         inner_optimizer: str | InnerOptimizer = "sgd",
         vectorize: bool | None = None,
         steps_per_call: int = 1,
+        monitor: bool = True,
     ):
         super().__init__(name="meta_learner")
         caller = "MetaLearner"
@@ -216,6 +220,7 @@ class MetaLearner(tf.Module):
             gradients_fn=self._meta_gradients,
             steps_per_call=steps_per_call,
             per_step_batches=steps_per_call > 1,
+            monitor=monitor,
         )
         self.steps_per_call = steps_per_call
         self._compiled: dict[Any, Callable] = {}
@@ -461,7 +466,8 @@ class MetaLearner(tf.Module):
         batch per meta-iteration, all run in one compiled call); the outputs are those of the last
         iteration, with ``losses`` holding every iteration's query loss.
         """
-        batch = [tf.convert_to_tensor(a) for a in (support_x, support_y, query_x, query_y)]
+        arrays = (support_x, support_y, query_x, query_y)
+        batch = [a if isinstance(a, tf.Tensor) else tf.convert_to_tensor(a) for a in arrays]
         steps = self.steps_per_call
         masks = self._masks(batch, support_mask, query_mask, leading=3 if steps > 1 else 2)
         signature = tuple((tuple(a.shape), a.dtype) for a in batch)

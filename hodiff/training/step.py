@@ -165,7 +165,7 @@ class TrainStep(tf.Module):
             self._compiled = tf.function(self._local_steps, jit_compile=jit_compile)
         else:
             self._compiled = tf.function(self._steps)
-        self._signatures: dict = {}  # (dtype, shape) of each batch tensor -> concrete function, for eager calls
+        self._signatures: dict = {}  # (dtype, shape) of each batch tensor -> caller of its concrete function
 
     def _local_steps(self, *batch: Any) -> dict[str, tf.Tensor]:
         return self._steps(batch, self._has_examples(batch))
@@ -327,17 +327,18 @@ class TrainStep(tf.Module):
 
     def _call_local(self, batch: tuple) -> dict[str, tf.Tensor]:
         """The compiled step on a batch. Called eagerly with tensors, the concrete function for
-        their dtypes and shapes is looked up in a dict: tf.function's own dispatch (argument
-        binding, a trace type per argument, the cache lookup) costs about 0.1 ms, as much as the
-        whole step of a small model."""
+        their dtypes and shapes is looked up in a dict and called with its flat inputs
+        (:func:`_flat_caller`): tf.function's own dispatch (argument binding, a trace type per
+        argument, the cache lookup) and the concrete function's (binding again) cost as much as
+        the whole step of a small model."""
         eager_tensors = all(isinstance(b, tf.Tensor) for b in batch) and tf.executing_eagerly()
         if not eager_tensors or tf.config.functions_run_eagerly():
             return self._compiled(*batch)
         signature = tuple((b.dtype, tuple(b.shape)) for b in batch)
-        concrete = self._signatures.get(signature)
-        if concrete is None:
-            concrete = self._signatures[signature] = self._compiled.get_concrete_function(*batch)
-        return concrete(*batch)
+        caller = self._signatures.get(signature)
+        if caller is None:
+            caller = self._signatures[signature] = _flat_caller(self._compiled.get_concrete_function(*batch))
+        return caller(batch)
 
     def _has_examples(self, batch: Any) -> bool | tf.Tensor:
         """False when a batch tensor has zero examples (along its batch axis): a Python bool when
@@ -348,6 +349,72 @@ class TrainStep(tf.Module):
         if any(size == 0 for size in sizes) or all(size is not None for size in sizes):
             return all(sizes)
         return tf.reduce_all([tf.shape(leaf)[axis] > 0 for leaf in leaves])
+
+
+def _flat_caller(concrete: Any) -> Callable[[tuple], Any]:
+    """``caller(batch)``: ``concrete(*batch)`` for eager tensors of exactly the traced dtypes and
+    shapes, as one call of the runtime's function op.
+
+    Where no tape or forward accumulator watches the inputs, ``ConcreteFunction.__call__`` binds
+    the arguments to its signature, flattens them, appends the captured variables, runs the
+    function op and packs its outputs; the caller does the last three only (the dict lookup in
+    :meth:`TrainStep._call_local` has matched dtypes and shapes already): for an XLA function of
+    20 variables the binding cost as much as the function op itself (docs/benchmarks.md, Meta
+    section). Under a tape, for outputs
+    other than plain tensors, or on a TensorFlow without these (private) entry points, it is
+    ``concrete(*batch)``.
+    """
+    fallback = lambda batch: concrete(*batch)
+    inference = getattr(concrete, "_inference_function", None)
+    watched, run = _tape_watch_check(), _function_runner(inference)
+    structure = getattr(concrete, "structured_outputs", None)
+    leaves = tf.nest.flatten(structure)
+    outputs = getattr(getattr(inference, "function_type", None), "flat_outputs", None)
+    if watched is None or run is None or outputs is None or len(outputs) != len(leaves):
+        return fallback
+    if not all(isinstance(leaf, tf.Tensor) and leaf.dtype not in (tf.resource, tf.variant) for leaf in leaves):
+        return fallback
+
+    def caller(batch: tuple) -> Any:
+        inputs = [*batch, *concrete.captured_inputs]
+        if watched(inputs):
+            return concrete(*batch)
+        return tf.nest.pack_sequence_as(structure, run(inputs, len(leaves)))
+
+    return caller
+
+
+def _function_runner(inference: Any) -> Callable[[list, int], list] | None:
+    """``run(inputs, outputs)``: the eager runtime's call of a traced function by name (what
+    ``AtomicFunction.call_flat`` does eagerly), or ``None`` where TensorFlow's private entry
+    point is missing."""
+    try:
+        from tensorflow.python.eager import context
+    except ImportError:  # pragma: no cover - a TensorFlow without the module
+        return None
+    name = getattr(inference, "name", None)
+    call_function = getattr(context.context(), "call_function", None)
+    if name is None or call_function is None:
+        return None
+    return lambda inputs, outputs: call_function(name, inputs, outputs)
+
+
+def _tape_watch_check() -> Callable[[list], bool] | None:
+    """``watched(tensors)``: whether a tape is active or a tape or forward accumulator watches the
+    tensors (then a function call goes through ``ConcreteFunction.__call__``, which records the
+    call and the variables it reads), or ``None`` where TensorFlow's private entry points are
+    missing."""
+    try:
+        from tensorflow.python.eager import record
+        from tensorflow.python.ops import gradients_util
+    except ImportError:  # pragma: no cover - a TensorFlow without the modules
+        return None
+    active = getattr(record, "could_possibly_record", None)
+    possible = getattr(gradients_util, "PossibleTapeGradientTypes", None)
+    none = getattr(gradients_util, "POSSIBLE_GRADIENT_TYPES_NONE", None)
+    if active is None or possible is None or none is None:  # pragma: no cover
+        return None
+    return lambda tensors: active() or possible(tensors) != none
 
 
 def _both(a: tf.Tensor | bool, b: tf.Tensor | bool) -> tf.Tensor:
