@@ -37,11 +37,11 @@ from pinn_examples.gray_scott_reference import (
     FEED,
     HALF,
     PICTURE_HALF,
-    PICTURE_Y,
     REFERENCE_DT,
     REFERENCE_N,
     gray_scott_reference,
     gray_scott_spectral,
+    picture_points,
 )
 from pinn_examples.scattered import ScatteredExample, run
 
@@ -199,11 +199,9 @@ def test_set():
 
 
 def picture():
+    axes, points = picture_points()
     reference = gray_scott_reference()
-    x, t = reference["x"], reference["t"]
-    gx, gt = (g.ravel() for g in np.meshgrid(x, t, indexing="ij"))
-    points = np.column_stack([gx, np.full_like(gx, PICTURE_Y), gt])
-    return {"x": x, "t": t}, points, {name: reference[f"picture_{name}"] for name in FIELDS}
+    return axes, points, {name: reference[f"picture_{name}"] for name in FIELDS}
 
 
 def reference():

@@ -34,12 +34,12 @@ from pinn_examples._runner import Example, Settings, setting
 from pinn_examples.heat2d_lt_reference import (
     DIFFUSION,
     END,
-    PICTURE_Y,
     REFERENCE_DT,
     REFERENCE_N,
     STRENGTH,
     heat2d_lt_reference,
     heat2d_lt_spectral,
+    picture_points,
 )
 from pinn_examples.scattered import ScatteredExample, run
 
@@ -158,11 +158,9 @@ def test_set():
 
 
 def picture():
+    axes, points = picture_points()
     reference = heat2d_lt_reference()
-    x, t = reference["x"], reference["t"]
-    gx, gt = (g.ravel() for g in np.meshgrid(x, t, indexing="ij"))
-    points = np.column_stack([gx, np.full_like(gx, PICTURE_Y), gt])
-    return {"x": x, "t": t}, points, {"u": reference["picture"]}
+    return axes, points, {"u": reference["picture"]}
 
 
 def reference():

@@ -37,7 +37,7 @@ import numpy as np
 
 from pinn_examples._runner import Example, Settings, field_errors, setting
 from pinn_examples.cavity_reference import NU
-from pinn_examples.ns2d_lt_reference import END, LENGTH, SNAPSHOTS, ns2d_lt_reference
+from pinn_examples.ns2d_lt_reference import END, LENGTH, SNAPSHOTS, ns2d_lt_reference, picture_points
 from pinn_examples.scattered import ScatteredExample, run
 
 FIELDS = ("u", "v", "p")
@@ -167,11 +167,9 @@ def test_set():
 
 
 def picture():
+    axes, points = picture_points()
     reference = ns2d_lt_reference()
-    x, t = reference["x"], reference["t"]
-    gx, gt = (g.ravel() for g in np.meshgrid(x, t, indexing="ij"))
-    points = np.column_stack([gx, np.full_like(gx, 0.5), gt])
-    return {"x": x, "t": t}, points, {name: reference[f"picture_{name}"] for name in FIELDS}
+    return axes, points, {name: reference[f"picture_{name}"] for name in FIELDS}
 
 
 def reference():
