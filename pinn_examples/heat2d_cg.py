@@ -9,7 +9,8 @@ layer of width ~sqrt(t) that has spread over most of the domain by t = 3. What i
 
 - the initial layer is built in: ``u = L(x, y, t) + t N`` with ``L`` the exact Robin layer of a half-space
   (:func:`half_space`) summed over the circles and the rectangle's sides (:func:`lift`), which is zero at
-  t = 0 and carries the sqrt(t) singularity that a smooth network cannot draw; ``N`` only corrects it
+  t = 0 and carries the sqrt(t) singularity that a smooth network cannot draw; at a circle the layer is
+  bent (:func:`circle_layer`) so that the circle's own Robin condition holds exactly; ``N`` only corrects it
   (``--no-lift``: ``u = t N``); with ``--time-windows`` each window starts from the one before
   (:class:`hodiff.pinn.TimeWindows`);
 - the three Robin conditions are loss terms, with points in proportion to each boundary's length;
