@@ -63,27 +63,43 @@ def test_the_residual_vanishes_for_a_solution_of_the_heat_equation():
     np.testing.assert_allclose(residual.numpy(), 0.0, atol=1e-12)
 
 
-def test_the_lift_is_the_robin_layer_of_a_half_space_and_vanishes_at_the_start():
+@pytest.mark.parametrize("h", [1.0, 2.25])
+def test_the_lift_is_the_robin_layer_of_a_half_space_and_vanishes_at_the_start(h):
     import tensorflow as tf
 
     from hodiff.operators import partials
 
     rng = np.random.default_rng(0)
     points = tf.constant(np.column_stack([rng.uniform(0.0, 3.0, 30), rng.uniform(1e-3, 3.0, 30)]))
-    layer = lambda p: heat2d_cg.half_space(p[:, 0], p[:, 1], 5.0)  # noqa: E731
+    layer = lambda p: heat2d_cg.half_space(p[:, 0], p[:, 1], 5.0, h)  # noqa: E731
     d = partials(layer, points, ("d", "t"), ("t", "dd"))
     np.testing.assert_allclose(d["t"] - d["dd"], 0.0, atol=1e-12)  # v_t = v_dd
     wall = tf.constant(np.column_stack([np.zeros(5), [1e-4, 1e-2, 0.5, 1.0, 3.0]]))
     d = partials(layer, wall, ("d", "t"), ("d",))
-    np.testing.assert_allclose(-d["d"], 5.0 - layer(wall).numpy(), atol=1e-12)  # -v_d = g - v at d = 0
-    # u ~ 2 g sqrt(t / pi) at the wall early on; the lift is zero at t = 0 and finite there
-    np.testing.assert_allclose(layer(wall).numpy()[0], 2 * 5 * np.sqrt(1e-4 / np.pi), rtol=1e-2)
+    np.testing.assert_allclose(-d["d"], 5.0 - h * layer(wall).numpy(), atol=1e-12)  # -v_d = g - h v at d = 0
+    # u ~ g (2 sqrt(t / pi) - h t) at the wall early on; the lift is zero at t = 0 and finite there
+    np.testing.assert_allclose(layer(wall).numpy()[0], 5 * (2 * np.sqrt(1e-4 / np.pi) - h * 1e-4), rtol=1e-3)
     x = {"x": tf.constant([1.0, 2.0, -8.0], tf.float64), "y": tf.constant([0.0, -1.5, 5.0], tf.float64)}
     x["t"] = tf.zeros(3, tf.float64)
     np.testing.assert_array_equal(heat2d_cg.lift(x).numpy(), 0.0)
     x["t"] = tf.constant([0.5, 0.5, 0.5], tf.float64)
     lifted = heat2d_cg.lift(x).numpy()[:, 0]
     assert lifted[0] > lifted[1] > lifted[2] > 0.0  # on a large circle, between circles, on the rectangle
+
+
+def test_each_circle_s_own_layer_meets_its_robin_condition():
+    import tensorflow as tf
+
+    from hodiff.operators import partials
+
+    for cx, cy, radius in (heat2d_cg_reference.DISKS[0], heat2d_cg_reference.DISKS[-1]):  # a large, a small one
+        g = 5.0 if radius == 1.0 else 1.0
+        angle, t = np.linspace(0.0, 2.0 * np.pi, 7), np.linspace(0.01, 3.0, 7)
+        on = tf.constant(np.column_stack([cx + radius * np.cos(angle), cy + radius * np.sin(angle), t]))
+        own = lambda p: heat2d_cg.circle_layer(p[:, 0], p[:, 1], p[:, 2], (cx, cy, radius))  # noqa: B023, E731
+        d = partials(own, on, ("x", "y", "t"), ("x", "y"))
+        outward = -(np.cos(angle) * d["x"].numpy() + np.sin(angle) * d["y"].numpy())  # du/dn, n into the hole
+        np.testing.assert_allclose(outward, g - own(on).numpy(), atol=1e-12)
 
 
 def test_a_tiny_run_scores_at_the_test_points_and_answers_evaluate(tmp_path, coarse_reference):
