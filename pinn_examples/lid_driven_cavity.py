@@ -2,15 +2,16 @@
 
 ``u u_x + v u_y + p_x = nu (u_xx + u_yy)``, ``u v_x + v v_y + p_y = nu (v_xx + v_yy)``,
 ``u_x + v_y = 0``; the lid ``y = 1`` moves with ``u = 4x(1 - x)``, ``v = 0``; the other walls are
-at rest; ``p(0, 0) = 0``. The walls are hard constraints: ``u = 4x(1 - x) y + x(1 - x) y (1 - y) N_u``
-and ``v = x(1 - x) y (1 - y) N_v`` meet every wall condition exactly, so the only condition left
-in the loss is the pressure gauge at the corner. The lid vanishes at the corners, so the flow has
-no corner singularity in the velocity. Reference: a second-order finite-volume solution on a
-staggered grid solved by Newton (:mod:`pinn_examples.cavity_reference`) on 192 x 192 cells, its
-own error ~5e-4 (refinement tests). Targets (PINNacle's L2RE over the fields together): 1e-2 on
-(u, v) and 2e-2 on (u, v, p), scored on a grid that adds cosine-spaced lines, dense near the walls
-and corners, to a uniform one. The pressure is hard near the top corners, where the lid's
-u_x = +-4 meets walls with v_y = 0 and continuity cannot hold exactly.
+at rest; ``p(0, 0) = 0``. The walls are hard constraints (:func:`walls`), so the only condition
+left in the loss is the pressure gauge at the corner. The lid vanishes at the corners, but not its
+slope: at ``(0, 1)`` the lid's ``u_x = 4`` meets the side wall's ``v_y = 0``, so the velocity is not
+``C^1`` there and the pressure has a ``ln r`` singularity (low at ``(0, 1)``, high at ``(1, 1)``).
+The top corners' Stokes flow (:func:`corner_flow`) is lifted out of the fields, so the network
+learns the smooth rest. Reference: a second-order finite-volume solution on a staggered grid
+solved by Newton (:mod:`pinn_examples.cavity_reference`) on 192 x 192 cells, its own error ~5e-4
+(refinement tests) away from the top corners. Targets (PINNacle's L2RE over the fields together):
+1e-2 on (u, v) and 2e-2 on (u, v, p), scored on a grid that adds cosine-spaced lines, dense near
+the walls and corners, to a uniform one.
 """
 
 import numpy as np
@@ -36,25 +37,28 @@ CORE = 0.5 / CELLS  # the corner pressure's ln r is ln(r^2 + CORE^2) / 2: the re
 def corner_flow(xi, eta, slope, nu=NU, core=CORE):
     """Stokes flow in the right-angled corner ``xi, eta >= 0`` whose wall ``eta = 0`` slides with speed ``slope xi``.
 
-    The wall ``xi = 0`` is at rest. With ``theta = atan2(eta, xi)`` the stream function is
-    ``psi = slope r^2 (pi/8 cos 2theta + 1/4 sin 2theta + theta/2 - pi/8)``: both walls are streamlines,
-    ``u_xi = psi_eta`` is ``slope xi`` on the sliding wall and 0 on the other. Its ``theta r^2`` term
-    (a sliding wall that meets a wall at rest at a right angle: the exponent 2 is an eigenvalue of
-    the corner, so the power solution gets a ``theta`` factor) carries a logarithmic pressure,
-    ``p = 2 nu slope ln r`` (Moffatt 1964, section 2; Hancock, Lewis & Moffatt 1981). Its ``ln r`` is
-    taken as ``ln(r^2 + core^2) / 2``, finite at the corner (see the docs' lid_driven_cavity section).
+    The wall ``xi = 0`` is at rest. With ``r, theta`` the polar coordinates (``theta = 0`` on the
+    sliding wall), the stream function is ``psi = slope r^2 (pi/8 cos 2theta + 1/4 sin 2theta + theta/2
+    - pi/8)``: both walls are streamlines and ``u_xi = psi_eta`` is ``slope xi`` on the sliding wall, 0
+    on the other. ``r^2 cos 2theta``, ``r^2 sin 2theta`` and ``r^2`` alone cannot meet the four
+    conditions; the ``theta r^2`` term that does carries a logarithmic pressure, ``p = 2 nu slope ln r``
+    (its vorticity ``-2 slope theta`` is the harmonic conjugate of ``p / nu``). Velocity:
+    ``u_xi = slope (xi + eta (theta - pi/2))``, ``u_eta = -slope xi theta``. The ``ln r`` is taken as
+    ``ln(r^2 + core^2) / 2``, finite at the corner (see the lid_driven_cavity section of docs/pinnacle.md).
 
     Args:
-      xi, eta: the coordinates along the sliding wall and along the wall at rest, into the fluid
-        (TensorFlow tensors or numpy arrays).
+      xi, eta: the coordinates along the sliding wall and along the wall at rest, into the fluid.
       slope: the sliding wall's speed over its distance from the corner.
+      nu: the viscosity.
+      core: the radius under which the pressure's ``ln r`` levels off (0: ``ln r`` itself).
 
     Returns:
-      ``(u_xi, u_eta, p)``: ``nu (Laplacian u) = grad p`` and ``div u = 0`` hold (except within a few
-      ``core`` of the corner, for ``p``).
+      ``(u_xi, u_eta, p)`` as tensors: ``nu (Laplacian u) = grad p`` and ``div u = 0`` (for ``p`` only
+      where ``r`` is well above ``core``).
 
     References:
-      Moffatt (1964), "Viscous and resistive eddies near a sharp corner", J. Fluid Mech. 18.
+      Moffatt (1964), "Viscous and resistive eddies near a sharp corner", J. Fluid Mech. 18 (corner
+      Stokes flows as powers of ``r``).
     """
     import tensorflow as tf
 

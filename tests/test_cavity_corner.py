@@ -23,9 +23,9 @@ def _partials(function, points):
 @pytest.mark.parametrize("slope", [4.0, -4.0, 1.5])
 def test_corner_flow_solves_stokes_and_meets_both_walls(slope):
     rng = np.random.default_rng(0)
-    points = rng.uniform(1e-3, 0.5, (200, 2))
+    points = rng.uniform(1e-3, 0.5, (200, 2))  # core=0 below: ln r itself
     (u, v, p), ((u_x, u_y), (v_x, v_y), (p_x, p_y)), ((u_xx, u_yy), (v_xx, v_yy), _) = _partials(
-        lambda xi, eta: cavity.corner_flow(xi, eta, slope, core=0.0), points  # ln r itself
+        lambda xi, eta: cavity.corner_flow(xi, eta, slope, core=0.0), points
     )
     scale = np.abs(p_x).max()  # ~ 2 nu |slope| / r at the point nearest the corner
     assert np.abs(u_x + v_y).max() < 1e-12 * abs(slope)
