@@ -42,7 +42,7 @@ def corner_flow(xi, eta, slope, nu=NU, core=CORE):
     - pi/8)``: both walls are streamlines and ``u_xi = psi_eta`` is ``slope xi`` on the sliding wall, 0
     on the other. ``r^2 cos 2theta``, ``r^2 sin 2theta`` and ``r^2`` alone cannot meet the four
     conditions; the ``theta r^2`` term that does carries a logarithmic pressure, ``p = 2 nu slope ln r``
-    (its vorticity ``-2 slope theta`` is the harmonic conjugate of ``p / nu``). Velocity:
+    (its vorticity, ``-2 slope theta`` plus a constant, is the harmonic conjugate of ``p / nu``). Velocity:
     ``u_xi = slope (xi + eta (theta - pi/2))``, ``u_eta = -slope xi theta``. The ``ln r`` is taken as
     ``ln(r^2 + core^2) / 2``, finite at the corner (see the lid_driven_cavity section of docs/pinnacle.md).
 
