@@ -19,14 +19,13 @@ References:
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 
-from pinn_examples.fd_references import read_cache, write_cache
+from pinn_examples.fd_references import cached_on_disk
 
 # poisson3d_cg (PINNacle Poisson3d-CG): the balls (cx, cy, cz, radius), k2 = 64 below z = 1/2 and 100 above
 CG3_BALLS = ((0.4, 0.3, 0.6, 0.2), (0.6, 0.7, 0.6, 0.2), (0.2, 0.8, 0.7, 0.1), (0.6, 0.2, 0.3, 0.1))
@@ -249,13 +248,6 @@ def poisson3d_cg_fv(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def cached(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`poisson3d_cg_fv` ``(n)``, solved once per process (and, with ``HODIFF_CACHE`` naming a folder, kept
     there as ``fv_poisson3d_cg_<n>.npz`` for later processes, written atomically)."""
-    directory = os.environ.get("HODIFF_CACHE")
-    path = os.path.join(directory, f"fv_poisson3d_cg_{n}.npz") if directory else None
-    if path and os.path.exists(path):
-        saved = read_cache(path, ("axis", "fraction", "u"))
-        if saved is not None:
-            return saved["axis"], saved["fraction"], saved["u"]
-    axis, fraction, u = poisson3d_cg_fv(n)
-    if path:
-        write_cache(path, axis=axis, fraction=fraction, u=u)
-    return axis, fraction, u
+    names = ("axis", "fraction", "u")
+    saved = cached_on_disk(f"fv_poisson3d_cg_{n}.npz", names, lambda: dict(zip(names, poisson3d_cg_fv(n))))
+    return saved["axis"], saved["fraction"], saved["u"]

@@ -282,16 +282,26 @@ def cached(name: str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     as ``fd_<name>_<n>.npz`` and read back by later processes.
     """
     solver = {"lshape": poisson_lshape_fd, "holes": laplace_holes_fd, "cg2d": poisson2d_cg_fd}[name]
+    saved = cached_on_disk(f"fd_{name}_{n}.npz", ("x", "y", "u"), lambda: dict(zip(("x", "y", "u"), solver(n))))
+    return saved["x"], saved["y"], saved["u"]
+
+
+def cached_on_disk(
+    file_name: str, names: tuple[str, ...], compute: Callable[[], dict[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """``compute()``: with the environment variable ``HODIFF_CACHE`` naming a directory, read from there as
+    ``file_name`` (the arrays ``names``) when an earlier process kept it, else computed and kept there (atomically).
+    An unreadable file is computed again (:func:`read_cache` warns)."""
     directory = os.environ.get("HODIFF_CACHE")
-    path = os.path.join(directory, f"fd_{name}_{n}.npz") if directory else None
+    path = os.path.join(directory, file_name) if directory else None
     if path and os.path.exists(path):
-        saved = read_cache(path, ("x", "y", "u"))
+        saved = read_cache(path, names)
         if saved is not None:
-            return saved["x"], saved["y"], saved["u"]
-    x, y, u = solver(n)
+            return saved
+    result = compute()
     if path:
-        write_cache(path, x=x, y=y, u=u)
-    return x, y, u
+        write_cache(path, **result)
+    return result
 
 
 def read_cache(path: str, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:

@@ -33,12 +33,11 @@ References:
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import scipy.fft
 
-from pinn_examples.fd_references import read_cache, write_cache
+from pinn_examples.fd_references import cached_on_disk
 
 DIFFUSION_U, DIFFUSION_V, FEED, DECAY = 1e-5, 5e-6, 0.04, 0.1
 HALF, END = 1.0, 200.0  # the square [-1, 1]^2, t in [0, 200]
@@ -187,19 +186,15 @@ def gray_scott_reference(n: int = REFERENCE_N, dt: float = REFERENCE_DT) -> dict
     Returns:
       ``{"points": (20000, 3), "u", "v": (20000,), "x", "t": axes, "picture_u", "picture_v": (len(x), len(t))}``.
     """
+
+    def compute() -> dict[str, np.ndarray]:
+        points = test_points(dt)
+        axes, slice_points = picture_points()
+        values = gray_scott_spectral(n, dt, np.concatenate([points, slice_points]), end=END)
+        shape = (len(axes["x"]), len(axes["t"]))
+        result = {"points": points, "u": values[: len(points), 0], "v": values[: len(points), 1], **axes}
+        result["picture_u"], result["picture_v"] = (values[len(points) :, i].reshape(shape) for i in (0, 1))
+        return result
+
     names = ("points", "u", "v", "x", "t", "picture_u", "picture_v")
-    directory = os.environ.get("HODIFF_CACHE")
-    path = os.path.join(directory, f"spectral_gray_scott_{n}_{dt:g}.npz") if directory else None
-    if path and os.path.exists(path):
-        saved = read_cache(path, names)
-        if saved is not None:
-            return saved
-    points = test_points(dt)
-    axes, slice_points = picture_points()
-    values = gray_scott_spectral(n, dt, np.concatenate([points, slice_points]), end=END)
-    shape = (len(axes["x"]), len(axes["t"]))
-    result = {"points": points, "u": values[: len(points), 0], "v": values[: len(points), 1], **axes}
-    result["picture_u"], result["picture_v"] = (values[len(points) :, i].reshape(shape) for i in (0, 1))
-    if path:
-        write_cache(path, **result)
-    return result
+    return cached_on_disk(f"spectral_gray_scott_{n}_{dt:g}.npz", names, compute)

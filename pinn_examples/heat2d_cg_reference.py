@@ -31,14 +31,13 @@ References:
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 import scipy.spatial
 
-from pinn_examples.fd_references import read_cache, write_cache
+from pinn_examples.fd_references import cached_on_disk
 from pinn_examples.plate_reference import stiffness
 
 LOW, HIGH = (-8.0, -12.0), (8.0, 12.0)
@@ -247,22 +246,16 @@ def heat2d_cg_reference(n: int = REFERENCE_N, steps: int = REFERENCE_STEPS) -> d
     Returns:
       ``{"points": (N, 3), "u": (N,), "x": ..., "y": ..., "picture": (len(x), len(y)) at t = 3 (NaN in the disks)}``.
     """
-    names = ("points", "u", "x", "y", "picture")
-    directory = os.environ.get("HODIFF_CACHE")
-    path = os.path.join(directory, f"fem_heat2d_cg_{n}_{steps}.npz") if directory else None
-    if path and os.path.exists(path):
-        saved = read_cache(path, names)
-        if saved is not None:
-            return saved
-    nodes, triangles, u = heat_fem(n, steps)
-    points = test_points()
-    space = points[: len(points) // len(TEST_TIMES), :2]
-    values = at_points(nodes, triangles, u, space).ravel()  # time-major, as test_points orders them
-    axes = picture_axes()
-    grid = np.stack([g.ravel() for g in np.meshgrid(axes["x"], axes["y"], indexing="ij")], axis=1)
-    picture = at_points(nodes, triangles, u[-1:], grid)[0].reshape(len(axes["x"]), len(axes["y"]))
-    picture[distance_to_circles(grid[:, 0], grid[:, 1]).reshape(picture.shape) < 0] = np.nan
-    result = {"points": points, "u": values, "x": axes["x"], "y": axes["y"], "picture": picture}
-    if path:
-        write_cache(path, **result)
-    return result
+
+    def compute() -> dict[str, np.ndarray]:
+        nodes, triangles, u = heat_fem(n, steps)
+        points = test_points()
+        space = points[: len(points) // len(TEST_TIMES), :2]
+        values = at_points(nodes, triangles, u, space).ravel()  # time-major, as test_points orders them
+        axes = picture_axes()
+        grid = np.stack([g.ravel() for g in np.meshgrid(axes["x"], axes["y"], indexing="ij")], axis=1)
+        picture = at_points(nodes, triangles, u[-1:], grid)[0].reshape(len(axes["x"]), len(axes["y"]))
+        picture[distance_to_circles(grid[:, 0], grid[:, 1]).reshape(picture.shape) < 0] = np.nan
+        return {"points": points, "u": values, "x": axes["x"], "y": axes["y"], "picture": picture}
+
+    return cached_on_disk(f"fem_heat2d_cg_{n}_{steps}.npz", ("points", "u", "x", "y", "picture"), compute)

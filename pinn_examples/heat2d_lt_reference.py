@@ -30,12 +30,11 @@ References:
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import scipy.fft
 
-from pinn_examples.fd_references import read_cache, write_cache
+from pinn_examples.fd_references import cached_on_disk
 
 DIFFUSION, STRENGTH = 0.001, 5.0
 END = 100.0
@@ -164,18 +163,12 @@ def heat2d_lt_reference(n: int = REFERENCE_N, dt: float = REFERENCE_DT) -> dict[
     Returns:
       ``{"points": (20000, 3), "u": (20000,), "x": ..., "t": ..., "picture": (len(x), len(t))}``.
     """
-    names = ("points", "u", "x", "t", "picture")
-    directory = os.environ.get("HODIFF_CACHE")
-    path = os.path.join(directory, f"spectral_heat2d_lt_{n}_{dt:g}.npz") if directory else None
-    if path and os.path.exists(path):
-        saved = read_cache(path, names)
-        if saved is not None:
-            return saved
-    points = test_points(dt)
-    axes, slice_points = picture_points()
-    values = heat2d_lt_spectral(n, dt, np.concatenate([points, slice_points]), end=END)
-    picture = values[len(points) :].reshape(len(axes["x"]), len(axes["t"]))
-    result = {"points": points, "u": values[: len(points)], "x": axes["x"], "t": axes["t"], "picture": picture}
-    if path:
-        write_cache(path, **result)
-    return result
+
+    def compute() -> dict[str, np.ndarray]:
+        points = test_points(dt)
+        axes, slice_points = picture_points()
+        values = heat2d_lt_spectral(n, dt, np.concatenate([points, slice_points]), end=END)
+        picture = values[len(points) :].reshape(len(axes["x"]), len(axes["t"]))
+        return {"points": points, "u": values[: len(points)], "x": axes["x"], "t": axes["t"], "picture": picture}
+
+    return cached_on_disk(f"spectral_heat2d_lt_{n}_{dt:g}.npz", ("points", "u", "x", "t", "picture"), compute)

@@ -21,14 +21,13 @@ by the refinement study (tests/test_plate_reference.py) is far below the example
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 import scipy.spatial
 
-from pinn_examples.fd_references import read_cache, write_cache
+from pinn_examples.fd_references import cached_on_disk
 
 LENGTH, HEIGHT = 2.0, 1.0
 DISK_CENTRE, DISK_RADIUS = (0.5, 0.5), 0.2
@@ -144,14 +143,11 @@ def plate_reference(n: int = REFERENCE_N) -> tuple[dict[str, np.ndarray], np.nda
     Returns:
       ``(axes, u on the grid (NaN in the holes), flux)``.
     """
-    directory = os.environ.get("HODIFF_CACHE")
-    path = os.path.join(directory, f"fem_plate_{n}.npz") if directory else None
-    if path and os.path.exists(path):
-        saved = read_cache(path, ("x", "y", "u", "flux"))
-        if saved is not None:
-            return {"x": saved["x"], "y": saved["y"]}, saved["u"], float(saved["flux"])
-    nodes, triangles, values, flux = plate_fem(n)
-    u = on_grid(nodes, triangles, values, TEST_AXES["x"], TEST_AXES["y"])
-    if path:
-        write_cache(path, x=TEST_AXES["x"], y=TEST_AXES["y"], u=u, flux=np.array(flux))
-    return dict(TEST_AXES), u, flux
+
+    def compute() -> dict[str, np.ndarray]:
+        nodes, triangles, values, flux = plate_fem(n)
+        u = on_grid(nodes, triangles, values, TEST_AXES["x"], TEST_AXES["y"])
+        return {"x": TEST_AXES["x"], "y": TEST_AXES["y"], "u": u, "flux": np.array(flux)}
+
+    saved = cached_on_disk(f"fem_plate_{n}.npz", ("x", "y", "u", "flux"), compute)
+    return {"x": saved["x"], "y": saved["y"]}, saved["u"], float(saved["flux"])

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import scipy.linalg
 
-from pinn_examples.fd_references import read_cache, write_cache
+from pinn_examples.fd_references import cached_on_disk
 
 HALF = 10.0  # the square is [-HALF, HALF]^2
 BLOCKS = 5  # blocks per side
@@ -174,13 +174,5 @@ def solve(
 def cached(n: int = REFERENCE_CELLS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``solve(n)``, solved once per process (and, with ``HODIFF_CACHE`` naming a folder, kept there as
     ``fd_poisson2d_ms_<n>.npz`` for later processes, written atomically)."""
-    directory = os.environ.get("HODIFF_CACHE")
-    path = os.path.join(directory, f"fd_poisson2d_ms_{n}.npz") if directory else None
-    if path and os.path.exists(path):
-        saved = read_cache(path, ("x", "y", "u"))
-        if saved is not None:
-            return saved["x"], saved["y"], saved["u"]
-    x, y, u = solve(n)
-    if path:
-        write_cache(path, x=x, y=y, u=u)
-    return x, y, u
+    saved = cached_on_disk(f"fd_poisson2d_ms_{n}.npz", ("x", "y", "u"), lambda: dict(zip(("x", "y", "u"), solve(n))))
+    return saved["x"], saved["y"], saved["u"]
