@@ -7,25 +7,30 @@ import tensorflow as tf
 from pinn_examples import lid_driven_cavity as cavity
 
 
-def _partials(function, points):
-    """``function(x, y) -> (u, v, p)`` at ``points`` with its first and second partials, by nested tapes."""
-    x, y = tf.constant(points[:, 0]), tf.constant(points[:, 1])
-    with tf.GradientTape(persistent=True) as outer:
-        outer.watch([x, y])
-        with tf.GradientTape(persistent=True) as inner:
-            inner.watch([x, y])
-            values = function(x, y)
-        first = [inner.gradient(f, [x, y]) for f in values]
-    second = [[outer.gradient(d, z) for d, z in zip(pair, (x, y))] for pair in first]
-    return [f.numpy() for f in values], [[d.numpy() for d in pair] for pair in first], second
+def _partials(function, points, run=lambda fn, *args: fn(*args)):
+    """``function(x, y) -> (u, v, p)`` at ``points`` with its first and second partials, by nested tapes, called
+    through ``run`` (the conftest fixture: eager, graph or XLA)."""
+
+    def partials(x, y):
+        with tf.GradientTape(persistent=True) as outer:
+            outer.watch([x, y])
+            with tf.GradientTape(persistent=True) as inner:
+                inner.watch([x, y])
+                values = function(x, y)
+            first = [inner.gradient(f, [x, y]) for f in values]
+        second = [[outer.gradient(d, z) for d, z in zip(pair, (x, y))] for pair in first]
+        return values, first, second
+
+    values, first, second = run(partials, tf.constant(points[:, 0]), tf.constant(points[:, 1]))
+    return tf.nest.map_structure(lambda tensor: tensor.numpy(), (values, first, second))
 
 
 @pytest.mark.parametrize("slope", [4.0, -4.0, 1.5])
-def test_corner_flow_solves_stokes_and_meets_both_walls(slope):
+def test_corner_flow_solves_stokes_and_meets_both_walls(slope, run):
     rng = np.random.default_rng(0)
     points = rng.uniform(1e-3, 0.5, (200, 2))  # core=0 below: ln r itself
     (u, v, p), ((u_x, u_y), (v_x, v_y), (p_x, p_y)), ((u_xx, u_yy), (v_xx, v_yy), _) = _partials(
-        lambda xi, eta: cavity.corner_flow(xi, eta, slope, core=0.0), points
+        lambda xi, eta: cavity.corner_flow(xi, eta, slope, core=0.0), points, run
     )
     scale = np.abs(p_x).max()  # ~ 2 nu |slope| / r at the point nearest the corner
     assert np.abs(u_x + v_y).max() < 1e-12 * abs(slope)
