@@ -870,7 +870,7 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
             step,
         )
     dtype = model.weights[0].dtype
-    solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True)
+    solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True, autograph=False)
     batch = 65536
     predict = (
         lambda points: np.concatenate(  # noqa: E731

@@ -438,13 +438,15 @@ class MetaLearner(tf.Module):
             grads = tape.gradient(scaled, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
             return query_loss, support_loss, grads
 
-        totals = [tf.zeros(v.shape, v.dtype) for v in variables]
-        loss_total = support_total = tf.zeros((), variables[0].dtype)
-        for index in tf.range(tasks):
+        def add_task(index: tf.Tensor, loss_total: tf.Tensor, support_total: tf.Tensor, totals: list) -> tuple:
             query_loss, support_loss, grads = one_task(index)
             loss_total += tf.cast(query_loss, loss_total.dtype)
             support_total += tf.cast(support_loss, support_total.dtype)
-            totals = [t + g for t, g in zip(totals, grads)]
+            return index + 1, loss_total, support_total, [t + g for t, g in zip(totals, grads)]
+
+        zero = tf.zeros((), variables[0].dtype)
+        start = (tf.constant(0), zero, zero, [tf.zeros(v.shape, v.dtype) for v in variables])
+        _, loss_total, support_total, totals = tf.while_loop(lambda index, *_: index < tasks, add_task, start)
         count = tf.cast(tasks, loss_total.dtype)
         return (
             loss_total / count,
@@ -536,7 +538,7 @@ class MetaLearner(tf.Module):
         key = ("evaluate", steps, bool(masks))
         if key not in self._compiled:
             self._compiled[key] = tf.function(
-                lambda *arrays: self._evaluate(steps, *arrays), jit_compile=self.jit_compile
+                lambda *arrays: self._evaluate(steps, *arrays), jit_compile=self.jit_compile, autograph=False
             )
         query, support, parameters, finite = self._compiled[key](*batch, *masks)
         result = MetaEvaluation(query.numpy(), support.numpy(), list(parameters), ~finite.numpy())
@@ -618,7 +620,7 @@ class MetaLearner(tf.Module):
             )
         key = "predict"
         if key not in self._compiled:
-            self._compiled[key] = tf.function(self._predict, jit_compile=self.jit_compile)
+            self._compiled[key] = tf.function(self._predict, jit_compile=self.jit_compile, autograph=False)
         return self._compiled[key](parameters, x)
 
     def _predict(self, parameters: list[tf.Tensor], x: tf.Tensor) -> tf.Tensor:

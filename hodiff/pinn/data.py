@@ -219,15 +219,15 @@ class TrainingData:
         if strategy is not None:
             self._shards = self.shard_plan()
             jit = self.random and xla_reaches(strategy)
-            self._replica_terms = tf.function(self._sharded_terms, jit_compile=jit)
-            self._terms = tf.function(self._summed_terms)
+            self._replica_terms = tf.function(self._sharded_terms, jit_compile=jit, autograph=False)
+            self._terms = tf.function(self._summed_terms, autograph=False)
         else:
             # The terms are logged without XLA: a compiled loss can drop a NaN term that the graph keeps. Random
             # draws run under XLA in the training step, and XLA's stateless random ops draw differently from the
             # graph's for the same seed (TF issue #121243): the terms use XLA too then.
-            self._terms = tf.function(self._all_terms, jit_compile=self.random)
+            self._terms = tf.function(self._all_terms, jit_compile=self.random, autograph=False)
         self._targets: dict[str, Any] = {}  # compiled targets of each loss weighting (move_weights)
-        self._gradients = tf.function(self.gradient_statistics, jit_compile=True)
+        self._gradients = tf.function(self.gradient_statistics, jit_compile=self.random, autograph=False)
         self._scores: dict[float, Any] = {}
         self.built = True
 
@@ -413,7 +413,7 @@ class TrainingData:
             raise ValueError(f"TrainingData.move_weights: method={method!r} is not one of {self.WEIGHTINGS}.")
         if method not in self._targets:
             rule = self.annealing_targets if method == "annealing" else self.grad_norm_targets
-            self._targets[method] = tf.function(rule, jit_compile=True)
+            self._targets[method] = tf.function(rule, jit_compile=True, autograph=False)
         targets = self._targets[method]()
         for name, target in targets.items():
             self.weights[name].assign((1.0 - alpha) * self.weights[name] + alpha * tf.cast(target, self.dtype))
@@ -475,7 +475,7 @@ class TrainingData:
         """
         self._check_built("resample_by_residual")
         if k not in self._scores:
-            self._scores[k] = tf.function(lambda x: self._residual_scores(x, k), jit_compile=True)
+            self._scores[k] = tf.function(lambda x: self._residual_scores(x, k), jit_compile=True, autograph=False)
         draw = self.problem.domain.sample_interior(candidates, "random", draw_seed(self.seed, step))
         score = np.concatenate(
             [

@@ -64,7 +64,7 @@ def gradient_field(solution: Any, field: int = 0, dtype: Any = None) -> Callable
             )
         field = fields.index(field)
     dtype = tf.as_dtype(dtype or getattr(solution, "dtype", None) or tf.float64)
-    jacobian = tf.function(batch_jacobian(function), jit_compile=True, reduce_retracing=True)
+    jacobian = tf.function(batch_jacobian(function), jit_compile=True, reduce_retracing=True, autograph=False)
 
     def gradient(points: np.ndarray) -> np.ndarray:
         return jacobian(tf.constant(np.asarray(points), dtype)).numpy()[:, field, :]

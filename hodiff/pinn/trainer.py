@@ -189,9 +189,9 @@ class Trainer:
             **({} if strategy is None else {"per_step_batches": True, "strategy": strategy}),
         )
         self._in_lbfgs = False
-        self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True)
-        self._residuals = tf.function(self._named_residuals, jit_compile=True, reduce_retracing=True)
-        self._finite = tf.function(self._finite_flags)
+        self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True, autograph=False)
+        self._residuals = tf.function(self._named_residuals, jit_compile=True, reduce_retracing=True, autograph=False)
+        self._finite = tf.function(self._finite_flags, autograph=False)
         own = self._own_settings(learning_rate, schedule.steps_per_call)
         self.settings = {**own, **((output.settings if output else None) or {})}
         self._history: list[dict[str, Any]] = []

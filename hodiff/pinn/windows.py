@@ -283,7 +283,9 @@ class Marching:
     dtype: Any = tf.float64
 
     def __post_init__(self):
-        self._compiled = [tf.function(s, jit_compile=True, reduce_retracing=True) for s in self.solutions]
+        self._compiled = [
+            tf.function(s, jit_compile=True, reduce_retracing=True, autograph=False) for s in self.solutions
+        ]
 
     def predict(self, points: Any, batch: int = 65536) -> np.ndarray:
         """The solution at ``points`` ``(N, d)``, each point answered by the window its time falls in."""

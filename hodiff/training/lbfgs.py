@@ -124,15 +124,17 @@ def minimize_lbfgs(
 
     if strategy is None:
 
-        @tf.function(jit_compile=jit_compile)
+        @tf.function(jit_compile=jit_compile, autograph=False)
         def value_and_gradient(flat, scale):
             assign(flat)
             return local_value_and_gradient(scale)
 
     else:
-        replica_step = tf.function(local_value_and_gradient, jit_compile=jit_compile and xla_reaches(strategy))
+        replica_step = tf.function(
+            local_value_and_gradient, jit_compile=jit_compile and xla_reaches(strategy), autograph=False
+        )
 
-        @tf.function
+        @tf.function(autograph=False)
         def value_and_gradient(flat, scale):
             assign(flat)  # cross-replica context: every replica's copy
             loss, gradient = strategy.run(replica_step, args=(scale,))

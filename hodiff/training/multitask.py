@@ -167,12 +167,17 @@ def mgda(task_grads: Sequence[Sequence[Any]], iterations: int = 1000) -> list:
     count = int(matrix.shape[0])
     gram = tf.matmul(matrix, matrix, transpose_b=True)
     weights = tf.fill([count], tf.cast(1.0 / count, matrix.dtype))
-    for _ in tf.range(iterations):
+
+    def frank_wolfe_step(weights: tf.Tensor) -> tf.Tensor:
         gram_w = tf.linalg.matvec(gram, weights)
         vertex = tf.argmin(gram_w)
         current = tf.reduce_sum(weights * gram_w)  # |d|^2
         toward = tf.gather(gram_w, vertex)  # d . g_vertex
         distance = current - 2.0 * toward + tf.gather(tf.linalg.diag_part(gram), vertex)
         step = tf.clip_by_value(tf.math.divide_no_nan(current - toward, distance), 0.0, 1.0)
-        weights = (1.0 - step) * weights + step * tf.one_hot(vertex, count, dtype=matrix.dtype)
+        return (1.0 - step) * weights + step * tf.one_hot(vertex, count, dtype=matrix.dtype)
+
+    (weights,) = tf.while_loop(
+        lambda w: True, lambda w: (frank_wolfe_step(w),), (weights,), maximum_iterations=iterations
+    )
     return _unflatten(tf.linalg.matvec(matrix, weights, transpose_a=True), template)

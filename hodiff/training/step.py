@@ -2,7 +2,10 @@
 
 :class:`TrainStep` builds one ``tf.function`` (``jit_compile=True`` by default) that runs
 ``steps_per_call`` training steps in a loop inside the graph, so Python dispatch does not
-dominate small models.
+dominate small models. Like Keras 3's own trainer, it traces without AutoGraph: the loss function
+runs once as Python at trace time, so control flow on tensor values is written with ``tf.cond``,
+``tf.where`` or ``tf.while_loop`` (hodiff's PINN trainer and L-BFGS do the same; AutoGraph's
+conversion cost a third of the tracing time of a small PINN).
 
 Under ``tf.distribute`` each replica computes its gradients in an XLA-compiled function; their
 mean over replicas is taken first, and the transforms (clipping, accumulation, non-finite
@@ -159,12 +162,12 @@ class TrainStep(tf.Module):
         else:
             self._loss_and_grads = self._replicated_loss_and_grads
             self._compiled_local = tf.function(
-                self._local_loss_and_grads, jit_compile=jit_compile and xla_reaches(strategy)
+                self._local_loss_and_grads, jit_compile=jit_compile and xla_reaches(strategy), autograph=False
             )
         if strategy is None:
-            self._compiled = tf.function(self._local_steps, jit_compile=jit_compile)
+            self._compiled = tf.function(self._local_steps, jit_compile=jit_compile, autograph=False)
         else:
-            self._compiled = tf.function(self._steps)
+            self._compiled = tf.function(self._steps, autograph=False)
         self._signatures: dict = {}  # (dtype, shape) of each batch tensor -> caller of its concrete function
 
     def _local_steps(self, *batch: Any) -> dict[str, tf.Tensor]:
@@ -281,9 +284,14 @@ class TrainStep(tf.Module):
         if self.steps_per_call == 1:  # no (empty) loop in the graph: XLA would still carry every variable through it
             return {**outputs, "losses": outputs["loss"][None]}
         losses = tf.TensorArray(outputs["loss"].dtype, size=self.steps_per_call).write(0, outputs["loss"])
-        for i in tf.range(1, self.steps_per_call):
+
+        def body(i: tf.Tensor, outputs: dict, losses: tf.TensorArray) -> tuple:
             outputs = self._one_step(batch, i, has_examples)
-            losses = losses.write(i, outputs["loss"])
+            return i + 1, outputs, losses.write(i, outputs["loss"])
+
+        _, outputs, losses = tf.while_loop(
+            lambda i, *_: i < self.steps_per_call, body, (tf.constant(1), outputs, losses), parallel_iterations=1
+        )
         return {**outputs, "losses": losses.stack()}
 
     def _distribute(self, batch: tuple) -> Any:
