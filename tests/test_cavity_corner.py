@@ -1,12 +1,10 @@
-"""Corner lifts: lid_driven_cavity's top corners and ns2d_cg's step corner; each corner flow solves Stokes, and the
-lifted fields meet the walls."""
+"""lid_driven_cavity's corner lift: the corners' Stokes flow solves Stokes, and the lifted fields meet the walls."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from pinn_examples import lid_driven_cavity as cavity
-from pinn_examples import ns2d_cg
 
 
 def _partials(function, points, run=lambda fn, *args: fn(*args)):
@@ -83,38 +81,3 @@ def test_corner_pressure_is_the_regularised_logarithm():
     np.testing.assert_allclose(u, 0.0, atol=1e-15)
     np.testing.assert_allclose(v, 0.0, atol=1e-15)
     np.testing.assert_allclose(p, [8 * cavity.NU * np.log(cavity.CORE), -8 * cavity.NU * np.log(cavity.CORE)])
-
-
-@pytest.mark.parametrize("even", [True, False])
-def test_step_corner_exponent_solves_the_eigenvalue_equation(even):
-    from scipy.optimize import brentq
-
-    opening, sign = 1.5 * np.pi, 1.0 if even else -1.0
-    equation = lambda lam: np.sin(lam * opening) + sign * lam * np.sin(opening)
-    expected = brentq(equation, 0.3, 0.7) if even else brentq(equation, 0.7, 0.99)
-    np.testing.assert_allclose(ns2d_cg.corner_exponent(even), expected, rtol=1e-12)
-    np.testing.assert_allclose(expected, 0.5444837 if even else 0.9085292, atol=1e-7)  # Moffatt (1964), table 1
-
-
-@pytest.mark.parametrize("even", [True, False])
-def test_step_corner_mode_solves_stokes_and_vanishes_on_both_walls(even, run):
-    rng = np.random.default_rng(1)
-    points = rng.uniform((1.6, 0.6), (2.4, 1.4), (400, 2))
-    r = np.hypot(points[:, 0] - 2.0, points[:, 1] - 1.0)
-    points = points[~((points[:, 0] < 2.0) & (points[:, 1] > 1.0)) & (r > 1e-2)]  # in the fluid
-    (u, v, p), ((u_x, u_y), (v_x, v_y), (p_x, p_y)), ((u_xx, u_yy), (v_xx, v_yy), _) = _partials(
-        lambda x, y: ns2d_cg.corner_mode(x, y, even, core=0.0), points, run
-    )
-    scale = np.abs(p_x).max()
-    assert np.abs(u_x + v_y).max() < 1e-12 * np.abs(u_x).max()
-    assert np.abs(ns2d_cg.NU * (u_xx + u_yy) - p_x).max() < 1e-9 * scale
-    assert np.abs(ns2d_cg.NU * (v_xx + v_yy) - p_y).max() < 1e-9 * scale
-    assert np.abs(u).max() > 0.1 and np.abs(p).max() > 1e-3  # not the zero flow
-    along = np.linspace(0.0, 1.0, 41)
-    for x, y in ((2.0 - along, 1.0 + 0 * along), (2.0 + 0 * along, 1.0 + along)):  # the step's two walls
-        u, v, _ = (f.numpy() for f in ns2d_cg.corner_mode(tf.constant(x), tf.constant(y), even))
-        np.testing.assert_allclose(u, 0.0, atol=1e-14)
-        np.testing.assert_allclose(v, 0.0, atol=1e-14)
-    # with the core the pressure is finite at the corner itself
-    _, _, p = ns2d_cg.corner_mode(tf.constant([2.0], tf.float64), tf.constant([1.0], tf.float64), even)
-    assert np.isfinite(p.numpy()).all()

@@ -335,7 +335,6 @@ def _coarse_channel():  # the default's 128 cells per unit take minutes; 16 are 
 
 def test_ns2d_cg_hard_conditions_hold_for_any_network():
     problem, model = ns2d_cg.build(ns2d_cg.EXAMPLE.presets["fast"])
-    model.layers[-1].amplitudes.assign([0.8, -0.5])  # the corner modes' amplitudes (trained; 0 at the start)
     s = np.linspace(0.0, 1.0, 11)
     inlet = np.stack([np.zeros_like(s), s], axis=1)
     walls = np.concatenate(
