@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: lint
-	$(PY) -m pytest -m "not slow" -n 2 -q
+	$(PY) -m pytest -m "not slow" -n 2 --dist worksteal -q
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
