@@ -445,8 +445,8 @@ class MetaLearner(tf.Module):
             return index + 1, loss_total, support_total, [t + g for t, g in zip(totals, grads)]
 
         zero = tf.zeros((), variables[0].dtype)
-        start = (tf.constant(0), zero, zero, [tf.zeros(v.shape, v.dtype) for v in variables])
-        _, loss_total, support_total, totals = tf.while_loop(lambda index, *_: index < tasks, add_task, start)
+        initial = (tf.constant(0), zero, zero, [tf.zeros(v.shape, v.dtype) for v in variables])
+        _, loss_total, support_total, totals = tf.while_loop(lambda index, *_: index < tasks, add_task, initial)
         count = tf.cast(tasks, loss_total.dtype)
         return (
             loss_total / count,
