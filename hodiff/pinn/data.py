@@ -451,7 +451,8 @@ class TrainingData:
         }
 
     def gradients(self) -> dict[str, Any]:
-        """:meth:`gradient_statistics` now (compiled with XLA), as floats and a numpy matrix."""
+        """:meth:`gradient_statistics` now, as floats and a numpy matrix (a compiled graph; with XLA for
+        stochastic problems, like the logged terms)."""
         self._check_built("gradients")
         values = self._gradients()
         return {name: value.numpy() if name == "cosines" else float(value) for name, value in values.items()}

@@ -20,8 +20,8 @@ steps it also adds the gradient norms to the history row (``gradient_norm_<term>
 ``gradient_norm_total``, ``gradient_cancellation``). The :class:`~hodiff.pinn.Trainer` adds one
 by default (``Schedule(diagnose_every=...)``; 0 turns it off). The gradients are those of
 :meth:`TrainingData.gradient_statistics <hodiff.pinn.TrainingData.gradient_statistics>`
-(compiled with XLA, over all points, in the cross-replica context under a strategy), computed only
-at those rows and when a phase ends far above zero.
+(a compiled graph, with XLA only for stochastic problems, over all points, in the cross-replica
+context under a strategy), computed only at those rows and when a phase ends far above zero.
 
 Example:
   ```python
