@@ -84,6 +84,7 @@ class Settings:
         1, "time-marching windows, each trained in turn (--adam-steps and --lbfgs-iterations per window)", positive=True
     )
     seed: int = _setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
+    xla: bool = _setting(True, "compile the training steps with XLA; --no-xla starts seconds sooner (short runs)")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -515,7 +516,12 @@ def make_trainer(
     elif weighting == "grad_norm":
         callbacks.append(pinn.GradNormWeights(every=10 * settings.steps_per_call))
     schedule = pinn.Schedule(
-        settings.steps_per_call, settings.log_every, settings.checkpoint_every, progress, 1000 if diagnose else 0
+        settings.steps_per_call,
+        settings.log_every,
+        settings.checkpoint_every,
+        progress,
+        1000 if diagnose else 0,
+        jit_compile=settings.xla,
     )
     stored = {**dataclasses.asdict(settings), **(extra_settings or {})}
     run = pinn.Output(output, resume, overwrite, tensorboard, stored) if output else None

@@ -49,6 +49,7 @@ EXAMPLE = Example(
             interior=4096, adam_steps=6000, lbfgs_iterations=3000, width=64, depth=4, causal_epsilon=10.0
         ),
         "fast": Settings(
+            xla=False,
             interior=512,
             adam_steps=600,
             lbfgs_iterations=200,

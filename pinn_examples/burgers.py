@@ -53,7 +53,7 @@ EXAMPLE = Example(
         "default": Settings(interior=4096, adam_steps=2000, lbfgs_iterations=6000),
         "paper": Settings(interior=8192, adam_steps=5000, lbfgs_iterations=20000, dtype="float64", resample_every=2500),
         "fast": Settings(
-            interior=512, adam_steps=300, lbfgs_iterations=100, depth=4, log_every=100, checkpoint_every=100
+            xla=False, interior=512, adam_steps=300, lbfgs_iterations=100, depth=4, log_every=100, checkpoint_every=100
         ),
     },
     target={"default": 5e-3, "paper": 5e-4},

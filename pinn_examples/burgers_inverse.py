@@ -54,7 +54,7 @@ EXAMPLE = Example(
     reference=burgers.reference,
     presets={
         "default": Settings(interior=4096, adam_steps=2000, lbfgs_iterations=6000),
-        "fast": Settings(interior=256, adam_steps=200, lbfgs_iterations=50, depth=2, checkpoint_every=100),
+        "fast": Settings(xla=False, interior=256, adam_steps=200, lbfgs_iterations=50, depth=2, checkpoint_every=100),
     },
     target={"default": 1e-2},
     target_metric="nu_relative_error",

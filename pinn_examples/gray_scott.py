@@ -268,6 +268,7 @@ EXAMPLE = Example(
             time_windows=10,
         ),
         "fast": GrayScottSettings(
+            xla=False,
             interior=128,
             adam_steps=20,
             lbfgs_iterations=10,

@@ -263,6 +263,7 @@ EXAMPLE = Example(
             fourier_scale=0.3,
         ),
         "fast": HeatSettings(
+            xla=False,
             interior=256,
             boundary=128,
             adam_steps=100,

@@ -222,6 +222,7 @@ EXAMPLE = Example(
             time_windows=25,
         ),
         "fast": HeatSettings(
+            xla=False,
             interior=128,
             adam_steps=20,
             lbfgs_iterations=10,

@@ -134,7 +134,14 @@ EXAMPLE = Example(
             interior=4096, adam_steps=3000, lbfgs_iterations=2000, width=32, depth=3, dtype="float64"
         ),
         "fast": HeatSettings(
-            interior=256, adam_steps=100, lbfgs_iterations=20, width=16, depth=2, dtype="float64", checkpoint_every=100
+            xla=False,
+            interior=256,
+            adam_steps=100,
+            lbfgs_iterations=20,
+            width=16,
+            depth=2,
+            dtype="float64",
+            checkpoint_every=100,
         ),
     },
     target={"default": 5e-3},

@@ -132,6 +132,7 @@ EXAMPLE = Example(
             interior=2048, adam_steps=1000, lbfgs_iterations=2000, width=20, depth=3, dtype="float64"
         ),
         "fast": InverseSettings(
+            xla=False,
             interior=256,
             adam_steps=100,
             lbfgs_iterations=20,

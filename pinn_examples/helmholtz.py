@@ -47,6 +47,7 @@ EXAMPLE = Example(
             interior=4096, adam_steps=3000, lbfgs_iterations=2000, width=50, depth=4, adaptive_weights=True
         ),
         "fast": Settings(
+            xla=False,
             interior=1024,
             adam_steps=500,
             lbfgs_iterations=300,

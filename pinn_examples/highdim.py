@@ -418,6 +418,7 @@ EXAMPLE = Example(
             checkpoint_every=1000,
         ),
         "fast": HighDimSettings(
+            xla=False,
             interior=32,
             adam_steps=20,
             lbfgs_iterations=0,

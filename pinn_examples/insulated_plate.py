@@ -84,7 +84,14 @@ EXAMPLE = Example(
     presets={
         "default": Settings(interior=16384, adam_steps=0, lbfgs_iterations=2000, width=32, depth=3, dtype="float64"),
         "fast": Settings(
-            interior=512, adam_steps=0, lbfgs_iterations=100, width=16, depth=2, dtype="float64", checkpoint_every=100
+            xla=False,
+            interior=512,
+            adam_steps=0,
+            lbfgs_iterations=100,
+            width=16,
+            depth=2,
+            dtype="float64",
+            checkpoint_every=100,
         ),
     },
     target={"default": 1e-2},

@@ -63,6 +63,7 @@ EXAMPLE = Example(
             causal_epsilon=1.0,
         ),
         "fast": Settings(
+            xla=False,
             interior=256,
             adam_steps=200,
             lbfgs_iterations=50,

@@ -103,7 +103,14 @@ EXAMPLE = Example(
     presets={
         "default": Settings(interior=2048, adam_steps=1000, lbfgs_iterations=1500, width=40, depth=4, dtype="float64"),
         "fast": Settings(
-            interior=256, adam_steps=200, lbfgs_iterations=50, width=16, depth=2, dtype="float64", checkpoint_every=100
+            xla=False,
+            interior=256,
+            adam_steps=200,
+            lbfgs_iterations=50,
+            width=16,
+            depth=2,
+            dtype="float64",
+            checkpoint_every=100,
         ),
     },
     target={"default": 1e-3},

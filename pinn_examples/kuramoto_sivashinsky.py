@@ -188,6 +188,7 @@ EXAMPLE = Example(
             time_windows=20,
         ),
         "fast": KSSettings(
+            xla=False,
             interior=128,
             adam_steps=20,
             lbfgs_iterations=10,

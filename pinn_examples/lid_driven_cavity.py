@@ -153,7 +153,9 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": Settings(interior=2048, adam_steps=2000, lbfgs_iterations=5000, width=40, depth=4, dtype="float64"),
-        "fast": Settings(interior=256, adam_steps=200, lbfgs_iterations=50, width=16, depth=2, checkpoint_every=100),
+        "fast": Settings(
+            xla=False, interior=256, adam_steps=200, lbfgs_iterations=50, width=16, depth=2, checkpoint_every=100
+        ),
     },
     target={"default": 1.0},
     target_metric="target_ratio",

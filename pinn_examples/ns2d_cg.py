@@ -100,7 +100,9 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": Settings(interior=2048, adam_steps=1000, lbfgs_iterations=16000, width=40, depth=4, dtype="float64"),
-        "fast": Settings(interior=256, adam_steps=100, lbfgs_iterations=30, width=16, depth=2, checkpoint_every=100),
+        "fast": Settings(
+            xla=False, interior=256, adam_steps=100, lbfgs_iterations=30, width=16, depth=2, checkpoint_every=100
+        ),
     },
     target={"default": 1.0},
     target_metric="target_ratio",

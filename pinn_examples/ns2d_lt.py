@@ -244,6 +244,7 @@ EXAMPLE = Example(
             time_windows=10,
         ),
         "fast": ChannelSettings(
+            xla=False,
             interior=128,
             adam_steps=20,
             lbfgs_iterations=10,

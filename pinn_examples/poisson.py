@@ -37,7 +37,7 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": Settings(interior=2048, adam_steps=1000, lbfgs_iterations=1000, width=20, depth=4),
-        "fast": Settings(interior=256, adam_steps=200, lbfgs_iterations=50, depth=2, checkpoint_every=100),
+        "fast": Settings(xla=False, interior=256, adam_steps=200, lbfgs_iterations=50, depth=2, checkpoint_every=100),
     },
     target={"default": 1e-3},
 )

@@ -72,7 +72,14 @@ EXAMPLE = Example(
     presets={
         "default": Settings(interior=4096, adam_steps=1000, lbfgs_iterations=5000, width=32, depth=4, dtype="float64"),
         "fast": Settings(
-            interior=256, adam_steps=100, lbfgs_iterations=20, width=16, depth=2, dtype="float64", checkpoint_every=100
+            xla=False,
+            interior=256,
+            adam_steps=100,
+            lbfgs_iterations=20,
+            width=16,
+            depth=2,
+            dtype="float64",
+            checkpoint_every=100,
         ),
     },
     target={"default": 5e-3},

@@ -231,6 +231,7 @@ EXAMPLE = Example(
     presets={
         "default": Settings(interior=10000, adam_steps=1000, lbfgs_iterations=1000, width=32, depth=4, dtype="float64"),
         "fast": Settings(
+            xla=False,
             interior=400,
             adam_steps=100,
             lbfgs_iterations=20,

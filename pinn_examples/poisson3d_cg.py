@@ -206,7 +206,14 @@ EXAMPLE = Example(
     presets={
         "default": Settings(interior=32768, adam_steps=0, lbfgs_iterations=2000, width=32, depth=3, dtype="float64"),
         "fast": Settings(
-            interior=2048, adam_steps=0, lbfgs_iterations=20, width=16, depth=2, dtype="float64", checkpoint_every=100
+            xla=False,
+            interior=2048,
+            adam_steps=0,
+            lbfgs_iterations=20,
+            width=16,
+            depth=2,
+            dtype="float64",
+            checkpoint_every=100,
         ),
     },
     target={"default": 3e-2},

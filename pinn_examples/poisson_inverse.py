@@ -279,6 +279,7 @@ EXAMPLE = Example(
             dtype="float64",
         ),
         "fast": InverseSettings(
+            xla=False,
             interior=256,
             adam_steps=100,
             lbfgs_iterations=20,

@@ -83,7 +83,14 @@ EXAMPLE = Example(
     presets={
         "default": Settings(interior=2000, adam_steps=1000, lbfgs_iterations=20000, width=32, depth=4, dtype="float64"),
         "fast": Settings(
-            interior=64, adam_steps=100, lbfgs_iterations=10, width=8, depth=2, dtype="float64", checkpoint_every=100
+            xla=False,
+            interior=64,
+            adam_steps=100,
+            lbfgs_iterations=10,
+            width=8,
+            depth=2,
+            dtype="float64",
+            checkpoint_every=100,
         ),
     },
     target={"default": 5e-5},

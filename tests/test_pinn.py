@@ -119,6 +119,35 @@ def test_training_lowers_the_loss_and_lbfgs_reports_why_it_stopped(caplog, tmp_p
     assert os.listdir(tmp_path / "tensorboard") and (tmp_path / "history.csv").exists()
 
 
+def test_without_xla_the_trainer_trains_graphs_as_xla_does():
+    """Schedule(jit_compile=False) reaches Adam's steps and L-BFGS: a residual with an op XLA cannot compile
+    (a numpy function) trains, and in float64 its run equals the XLA-compiled one of the same residual."""
+    zero = lambda t: tf.reshape(tf.numpy_function(np.zeros_like, [t], tf.float64), tf.shape(t))
+    residuals = {
+        "plain": lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"],
+        "numpy": lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"] + zero(x["t"]),
+    }
+
+    def run(residual, jit_compile):
+        problem = pinn.Problem(
+            DOMAIN,
+            needs=("u_t", "u_xx"),
+            residual=residual,
+            conditions=[pinn.Dirichlet(0.0, count=16), pinn.Initial(lambda x: tf.sin(np.pi * x["x"]), count=16)],
+        )
+        keras.utils.set_random_seed(3)
+        model = pinn.mlp(DOMAIN, width=8, depth=2, dtype="float64")
+        schedule = pinn.Schedule(steps_per_call=10, log_every=10, progress=False, jit_compile=jit_compile)
+        trainer = pinn.Trainer(pinn.TrainingData(problem, interior=64), model, schedule=schedule)
+        trainer.adam(10)
+        trainer.lbfgs(3)
+        return [row["loss"] for row in trainer.history]
+
+    np.testing.assert_allclose(run(residuals["numpy"], False), run(residuals["plain"], True), rtol=1e-9)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="PyFunc"):
+        run(residuals["numpy"], True)
+
+
 def test_resume_after_interruption_reproduces_the_uninterrupted_run(tmp_path):
     straight = trainer(str(tmp_path / "straight"), resampling=pinn.Resampling(every=20, candidates=1000))
     straight.adam(60)

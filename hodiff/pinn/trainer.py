@@ -186,6 +186,7 @@ class Trainer:
             self.optimizer,
             steps_per_call=schedule.steps_per_call,
             monitor=False,
+            jit_compile=schedule.jit_compile,
             **({} if strategy is None else {"per_step_batches": True, "strategy": strategy}),
         )
         self._in_lbfgs = False
@@ -468,6 +469,7 @@ class Trainer:
                 max_corrections=max_corrections,
                 callback=callback,
                 loss_scale=loss_scale,
+                jit_compile=self.schedule.jit_compile,
                 progress=self.progress,
                 strategy=self.strategy,
             )
