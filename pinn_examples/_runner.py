@@ -523,7 +523,9 @@ def make_trainer(
         1000 if diagnose else 0,
         jit_compile=settings.xla,
     )
-    stored = {**dataclasses.asdict(settings), **(extra_settings or {})}
+    # --no-xla changes how the steps run, not what they compute: a run resumes with either
+    own = {key: value for key, value in dataclasses.asdict(settings).items() if key != "xla"}
+    stored = {**own, **(extra_settings or {})}
     run = pinn.Output(output, resume, overwrite, tensorboard, stored) if output else None
     return pinn.Trainer(problem, model, None, settings.learning_rate, schedule, run, callbacks, strategy)
 

@@ -322,6 +322,9 @@ def test_resume_with_other_settings_stops_and_names_them(uninterrupted, tmp_path
             heat.EXAMPLE, [*TINY, "--learning-rate", "0.01", "--seed", "3", "--output", str(output), "--resume"]
         )
     assert metrics_of(output) == metrics_of(uninterrupted), "nothing was rewritten"
+    # how the steps run is not a setting of the run: it resumes without XLA
+    assert run_example(heat.EXAMPLE, [*TINY, "--no-xla", "--output", str(output), "--resume"]) == TARGET_MISSED
+    assert metrics_of(output)["relative_l2_error"] == metrics_of(uninterrupted)["relative_l2_error"]
 
 
 # ----------------------------------------------------------------------------- --evaluate
