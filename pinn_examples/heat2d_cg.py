@@ -252,10 +252,10 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": HeatSettings(
-            interior=8192,
+            interior=24576,
             boundary=4096,
             adam_steps=1000,
-            lbfgs_iterations=2500,
+            lbfgs_iterations=1000,
             width=64,
             depth=4,
             dtype="float64",
