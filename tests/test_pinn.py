@@ -377,6 +377,8 @@ def test_bad_configuration_is_refused_up_front():
         pinn.Neumann(float("nan"), name="flux")
     with pytest.raises(ValueError, match="learning_rate must be a finite number"):
         trainer(learning_rate=float("nan"))
+    with pytest.raises(TypeError, match=r"Schedule: jit_compile must be True \(XLA\) or False .*got 'no'"):
+        pinn.Schedule(jit_compile="no")
 
 
 def test_bad_data_names_the_condition():

@@ -64,6 +64,10 @@ class Schedule:
         _validate.check_finite_number(self.diagnose_every, "diagnose_every", "Schedule", 0, integer=True)
         check_every(self.log_every, self.steps_per_call, "log_every")
         check_every(self.checkpoint_every, self.steps_per_call, "checkpoint_every")
+        if not isinstance(self.jit_compile, bool):  # tf.function would take any truthy value as True
+            raise TypeError(
+                f"Schedule: jit_compile must be True (XLA) or False (TensorFlow graphs), got {self.jit_compile!r}."
+            )
 
 
 @dataclasses.dataclass
