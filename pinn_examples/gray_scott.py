@@ -94,47 +94,6 @@ def hard_transform(length: float, box: float):
     return transform
 
 
-def cosine_restart(dtype: str, grid: int, box: float):
-    """``restart(previous, start)`` for :class:`hodiff.pinn.TimeWindows`: the window before at ``t = start`` as the
-    initial condition plus the cosine series, on the box, of its change from it (``grid^2`` modes from its values
-    on the cell-centred grid of spacing ``2 box / grid``, DCT-II), the change zero outside the box (as the
-    transform's); the series' even extension matches the zero flux on the box's edges."""
-    import scipy.fft
-    import tensorflow as tf
-
-    from pinn_examples.gray_scott_reference import initial as initial_numpy
-
-    centres = -box + (np.arange(grid) + 0.5) * 2.0 * box / grid
-    gx, gy = (g.ravel() for g in np.meshgrid(centres, centres, indexing="ij"))
-    start_values = np.stack(initial_numpy(gx, gy), axis=1)
-    modes = np.pi * np.arange(grid) / (2.0 * box)
-    weight = np.full(grid, np.sqrt(2.0 / grid))
-    weight[0] = np.sqrt(1.0 / grid)
-
-    def restart(previous, start):
-        points = tf.constant(np.stack([gx, gy, np.full_like(gx, start)], 1), dtype)
-        change = previous(points).numpy().astype(np.float64) - start_values
-        scale = np.outer(weight, weight)  # DCT-II's scaled modes -> coefficients of the cosine products
-        coefficients = [
-            tf.constant(scale * scipy.fft.dctn(change[:, i].reshape(grid, grid), norm="ortho"), dtype)
-            for i in range(len(FIELDS))
-        ]
-        frequencies = tf.constant(modes[None, :], dtype)
-        pick_x, pick_y = (tf.constant(column, dtype) for column in ([[1.0], [0.0], [0.0]], [[0.0], [1.0], [0.0]]))
-
-        def series(coordinates):  # x and y by products: no slices under XLA
-            x, y = tf.matmul(coordinates, pick_x), tf.matmul(coordinates, pick_y)
-            inside = tf.cast((tf.abs(x) < box) & (tf.abs(y) < box), dtype)
-            cos_x, cos_y = tf.cos((x + box) * frequencies), tf.cos((y + box) * frequencies)
-            columns = [tf.reduce_sum(tf.matmul(cos_x, c) * cos_y, axis=1, keepdims=True) for c in coefficients]
-            named = {"x": x[:, 0], "y": y[:, 0]}
-            return initial(named) + inside * tf.concat(columns, axis=1)
-
-        return series
-
-    return restart
-
-
 def centred_square(box: float, end: float = END):
     """The square ``[-1, 1]^2 x [0, end]``, its interior points drawn in the box ``[-box, box]^2`` only (there the
     solution changes; outside, the transform holds the initial condition and the residual does not depend on the
@@ -154,7 +113,11 @@ def windows(settings: GrayScottSettings, end: float = END):
     """The ``settings.time_windows`` windows on ``[0, end]``, each with its hard initial condition."""
     from hodiff import pinn
 
-    restart = cosine_restart(settings.dtype, settings.restart_grid, settings.box) if settings.restart_grid else None
+    restart = None
+    if settings.restart_grid:  # the change from the initial condition as its cosine series on the box, 0 outside
+        cosine = pinn.Cosine(-settings.box, settings.box, settings.restart_grid)
+        domain = centred_square(settings.box, end)
+        restart = pinn.SeriesRestart(domain, {"x": cosine, "y": cosine}, settings.dtype, baseline=initial)
     transform = hard_transform(end / settings.time_windows, settings.box)
     return pinn.TimeWindows(settings.time_windows, initial, transform, restart, local_time=True)
 

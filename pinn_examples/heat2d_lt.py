@@ -86,39 +86,21 @@ def hard_transform(length: float, sine_walls: bool = True):
     return transform
 
 
-def sine_restart(dtype: str, grid: int):
-    """``restart(previous, start)`` for :class:`hodiff.pinn.TimeWindows`: the window before at ``t = start`` as
-    its sine series ``sum c_mn sin(m pi x) sin(n pi y)``, ``m, n < grid``, from its values on the interior grid
-    of spacing ``1 / grid`` (DST-I); zero on the walls, as the solution."""
-    import scipy.fft
-    import tensorflow as tf
+def square(end: float = END):
+    """The space-time box ``[0, 1]^2 x [0, end]``."""
+    from hodiff import pinn
 
-    inner = np.arange(1, grid) / grid
-    gx, gy = (g.ravel() for g in np.meshgrid(inner, inner, indexing="ij"))
-    modes = np.pi * np.arange(1, grid)
-
-    def restart(previous, start):
-        points = tf.constant(np.stack([gx, gy, np.full_like(gx, start)], 1), dtype)
-        values = previous(points).numpy().astype(np.float64).reshape(grid - 1, grid - 1)
-        coefficients = tf.constant(2.0 / grid * scipy.fft.dstn(values, type=1, norm="ortho"), dtype)
-        frequencies = tf.constant(modes[None, :], dtype)
-        pick_x, pick_y = (tf.constant(column, dtype) for column in ([[1.0], [0.0], [0.0]], [[0.0], [1.0], [0.0]]))
-
-        def series(coordinates):  # x and y by products: no slices under XLA
-            sin_x = tf.sin(tf.matmul(coordinates, pick_x) * frequencies)
-            sin_y = tf.sin(tf.matmul(coordinates, pick_y) * frequencies)
-            return tf.reduce_sum(tf.matmul(sin_x, coefficients) * sin_y, axis=1, keepdims=True)
-
-        return series
-
-    return restart
+    return pinn.Rectangle(("x", "y"), (0.0, 0.0), (1.0, 1.0)) * pinn.TimeDomain("t", 0.0, end)
 
 
 def windows(settings: HeatSettings, end: float = END):
     """The ``settings.time_windows`` windows on ``[0, end]``, each with its hard initial condition."""
     from hodiff import pinn
 
-    restart = sine_restart(settings.dtype, settings.restart_grid) if settings.restart_grid else None
+    restart = None
+    if settings.restart_grid:  # the sine series on the interior grid of spacing 1 / grid: zero on the walls
+        sine = pinn.Sine(0.0, 1.0, settings.restart_grid - 1)
+        restart = pinn.SeriesRestart(square(end), {"x": sine, "y": sine}, settings.dtype)
     transform = hard_transform(end / settings.time_windows, settings.sine_walls)
     return pinn.TimeWindows(settings.time_windows, initial, transform, restart)
 
@@ -129,7 +111,7 @@ def build(settings: HeatSettings, end: float = END):
 
     if settings.restart_grid == 1 or settings.restart_grid < 0:
         raise ValueError(f"--restart-grid {settings.restart_grid}: give 0 (off) or a grid of at least 2 points a side.")
-    domain = pinn.Rectangle(("x", "y"), (0.0, 0.0), (1.0, 1.0)) * pinn.TimeDomain("t", 0.0, end)
+    domain = square(end)
     one = windows(dataclasses.replace(settings, time_windows=1), end / settings.time_windows)
     problem = pinn.Problem(
         domain,

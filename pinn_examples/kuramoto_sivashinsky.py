@@ -80,35 +80,6 @@ def initial_u(x):
     return initial(x)[:, :1]
 
 
-def fourier_restart(dtype: str, points: int = RESTART_POINTS):
-    """``restart(previous, start)`` for :class:`hodiff.pinn.TimeWindows`: the window before at ``t = start``
-    as its Fourier series in ``x`` (from ``points`` equispaced samples, modes ``k < points / 2``).
-
-    Window ``k`` then differentiates a sum of ``cos(k x)``, ``sin(k x)`` instead of the ``k`` frozen
-    networks before it, so every window costs the same. The reference's modes above ``k = 128``
-    are below 1e-11 up to ``t = 1`` (docs/pinnacle.md), so 256 samples lose nothing the solution holds.
-    """
-    import tensorflow as tf
-
-    x = 2.0 * np.pi * np.arange(points) / points
-    k = np.arange(points // 2)  # the Nyquist mode left out: its sine is not sampled
-    weight = np.where(k == 0, 1.0, 2.0)[:, None] / points
-
-    def restart(previous, start):
-        grid = tf.constant(np.stack([x, np.full(points, start)], 1), dtype)
-        spectrum = np.fft.rfft(previous(grid).numpy().astype(np.float64), axis=0)[: len(k)]
-        cosines, sines = (tf.constant(part * weight, dtype) for part in (spectrum.real, -spectrum.imag))
-        frequencies, column = tf.constant(k[None, :], dtype), tf.constant([[1.0], [0.0]], dtype)
-
-        def series(coordinates):
-            phase = tf.matmul(coordinates, column) * frequencies  # x by a product: no slices under XLA
-            return tf.matmul(tf.cos(phase), cosines) + tf.matmul(tf.sin(phase), sines)
-
-        return series
-
-    return restart
-
-
 def scaled_transform(length: float):
     """``u = previous + (t - t_k) / length N``: the network's output is the change over a window of
     ``length`` (order one), not the time derivative (tens where the cells form)."""
@@ -119,12 +90,22 @@ def scaled_transform(length: float):
     return transform
 
 
+def periodic_line(end: float = END):
+    """The space-time box ``[0, 2 pi] x [0, end]``."""
+    from hodiff import pinn
+
+    return pinn.Interval("x", 0.0, 2.0 * np.pi) * pinn.TimeDomain("t", 0.0, end)
+
+
 def windows(settings: KSSettings, end: float = END):
     """The ``settings.time_windows`` windows, each with the hard initial condition ``previous + (t - t_k) N``
     (``previous`` as its Fourier series in ``x`` unless ``--no-restart``)."""
     from hodiff import pinn
 
-    restart = fourier_restart(settings.dtype) if settings.restart else None
+    restart = None
+    if settings.restart:
+        fourier = pinn.Fourier(0.0, 2.0 * np.pi, RESTART_POINTS)
+        restart = pinn.SeriesRestart(periodic_line(end), {"x": fourier}, settings.dtype)
     transform = scaled_transform(end / settings.time_windows)
     return pinn.TimeWindows(
         settings.time_windows, initial if settings.split else initial_u, transform, restart, settings.local_time
@@ -135,7 +116,7 @@ def build(settings: KSSettings, end: float = END):
     """The problem on ``[0, 2 pi] x [0, end]`` (one window's hard initial condition) and the network."""
     from hodiff import pinn
 
-    domain = pinn.Interval("x", 0.0, 2.0 * np.pi) * pinn.TimeDomain("t", 0.0, end)
+    domain = periodic_line(end)
     one = windows(dataclasses.replace(settings, time_windows=1), end)
     causal = pinn.CausalWeights(settings.causal_epsilon, settings.causal_bins) if settings.causal_epsilon else None
     if settings.split:

@@ -42,6 +42,7 @@ from pinn_examples.scattered import ScatteredExample, run
 
 FIELDS = ("u", "v", "p")
 OUTLET_POINTS = 512  # per window
+RESTART_NODES = 48  # Chebyshev-Gauss-Lobatto nodes a side: spaced 0.001 at the walls, where the Stokes layers are
 TARGETS = {("u", "v", "p"): 1e-1, ("u", "v"): 5e-2}  # PINNacle's L2RE over these fields together
 
 
@@ -52,6 +53,9 @@ class ChannelSettings(Settings):
     pressure_scale: float = setting(1.0, "S: the scale of the network's pressure output", positive=True)
     outlet_points: int = setting(OUTLET_POINTS, "points on the outlet x = 2 per window", positive=True)
     continuity_weight: float = setting(1.0, "loss weight of the continuity equation (its terms are ~30x smaller)")
+    restart_nodes: int = setting(
+        RESTART_NODES, "each window starts from the Chebyshev series of the one before on this many nodes a side; 0: off"
+    )
 
 
 def inflow(t):
@@ -101,12 +105,25 @@ def hard_transform(length: float, lift: bool, scale: float):
     return transform
 
 
-def windows(settings: ChannelSettings, end: float = END):
-    """The ``settings.time_windows`` windows on ``[0, end]``, each with its hard initial condition."""
+def channel(end: float = END):
+    """The space-time box ``[0, 2] x [0, 1] x [0, end]``."""
     from hodiff import pinn
 
+    return pinn.Rectangle(("x", "y"), (0.0, 0.0), (LENGTH, 1.0)) * pinn.TimeDomain("t", 0.0, end)
+
+
+def windows(settings: ChannelSettings, end: float = END):
+    """The ``settings.time_windows`` windows on ``[0, end]``, each with its hard initial condition, starting from
+    the Chebyshev series of the window before (its grid holds the inflow and the walls, so the series does: exact
+    to rounding on the nodes' lines ``x = 0``, ``y = 0``, ``y = 1``)."""
+    from hodiff import pinn
+
+    restart = None
+    if settings.restart_nodes:
+        x, y = pinn.Chebyshev(0.0, LENGTH, settings.restart_nodes), pinn.Chebyshev(0.0, 1.0, settings.restart_nodes)
+        restart = pinn.SeriesRestart(channel(end), {"x": x, "y": y}, settings.dtype)
     transform = hard_transform(end / settings.time_windows, settings.pressure_lift, settings.pressure_scale)
-    return pinn.TimeWindows(settings.time_windows, initial, transform, local_time=True)
+    return pinn.TimeWindows(settings.time_windows, initial, transform, restart, local_time=True)
 
 
 def outlet_conditions(count: int):
@@ -137,7 +154,9 @@ def build(settings: ChannelSettings, end: float = END):
     """The problem on ``[0, 2] x [0, 1] x [0, end]`` (one window's hard conditions) and the network."""
     from hodiff import pinn
 
-    domain = pinn.Rectangle(("x", "y"), (0.0, 0.0), (LENGTH, 1.0)) * pinn.TimeDomain("t", 0.0, end)
+    if settings.restart_nodes == 1 or settings.restart_nodes < 0:
+        raise ValueError(f"--restart-nodes {settings.restart_nodes}: give 0 (off) or at least 2 nodes a side.")
+    domain = channel(end)
     one = windows(dataclasses.replace(settings, time_windows=1), end / settings.time_windows)
     problem = pinn.Problem(
         domain,
@@ -256,6 +275,7 @@ EXAMPLE = Example(
             checkpoint_every=10,
             time_windows=2,
             outlet_points=32,
+            restart_nodes=8,
         ),
     },
     target={"default": 1.0},

@@ -85,7 +85,8 @@ def test_the_cosine_restart_continues_the_window_before():
         inside = tf.cast((tf.abs(x) < box) & (tf.abs(y) < box), x.dtype)
         return initial + inside * tf.concat([0.3 * change, -0.2 * change], axis=1)
 
-    series = gray_scott.cosine_restart("float64", 16, box)(previous, 100.0)
+    settings = gray_scott.GrayScottSettings(dtype="float64", restart_grid=16, box=box, time_windows=2)
+    series = gray_scott.windows(settings).restart(previous, 100.0)
     assert len(calls) == 1
     points = np.column_stack([np.random.default_rng(2).uniform(-0.45, 0.45, size=(25, 2)), np.full(25, 100.0)])
     points = tf.constant(points)

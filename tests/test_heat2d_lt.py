@@ -73,7 +73,8 @@ def test_the_sine_restart_continues_the_window_before():
         second = 0.5 * tf.sin(5 * np.pi * x) * tf.sin(np.pi * y)
         return (1.0 + t) * tf.sin(2 * np.pi * x) * tf.sin(3 * np.pi * y) - second
 
-    series = heat2d_lt.sine_restart("float64", 16)(previous, 50.0)
+    settings = heat2d_lt.HeatSettings(dtype="float64", restart_grid=16, time_windows=2)
+    series = heat2d_lt.windows(settings).restart(previous, 50.0)
     assert len(calls) == 1
     points = tf.constant(np.column_stack([np.random.default_rng(2).uniform(size=(25, 2)), np.full(25, 50.0)]))
     before = partials(lambda p: previous(p)[:, 0], points, ("x", "y", "t"), ("", "xx", "yy"))

@@ -10,7 +10,19 @@ import importlib
 from typing import Any
 
 from hodiff._deprecation import warn_moved, warn_renamed
-from hodiff.pinn import backup, callbacks, conditions, diagnostics, flux, geometry, metrics, names, runlog, saving
+from hodiff.pinn import (
+    backup,
+    callbacks,
+    conditions,
+    diagnostics,
+    flux,
+    geometry,
+    metrics,
+    names,
+    restarts,
+    runlog,
+    saving,
+)
 from hodiff.pinn.backup import BackupCallback
 from hodiff.pinn.callbacks import (
     AdaptiveWeights,
@@ -45,6 +57,7 @@ from hodiff.pinn.keras_model import PINNModel, UniformResampling
 from hodiff.pinn.metrics import relative_l2_errors
 from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
+from hodiff.pinn.restarts import Chebyshev, Cosine, Fourier, SeriesRestart, Sine
 from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
 from hodiff.pinn.windows import Marching, TimeWindows, restore_marching, time_marching
@@ -57,7 +70,9 @@ __all__ = [
     "Box",
     "Callback",
     "CausalWeights",
+    "Chebyshev",
     "Condition",
+    "Cosine",
     "Data",
     "DeepONet",
     "Dirichlet",
@@ -65,6 +80,7 @@ __all__ = [
     "EarlyStopping",
     "Ellipse",
     "FactorizedDense",
+    "Fourier",
     "FourierFeatures",
     "Gate",
     "Geometry",
@@ -88,6 +104,8 @@ __all__ = [
     "ResidualResampling",
     "Robin",
     "Schedule",
+    "SeriesRestart",
+    "Sine",
     "Sphere",
     "StallDiagnostic",
     "Stochastic",
@@ -109,6 +127,7 @@ __all__ = [
     "names",
     "metrics",
     "relative_l2_errors",
+    "restarts",
     "restore_marching",
     "runlog",
     "save_solution",

@@ -1,0 +1,333 @@
+"""Window restarts: the solution of the window before as a series in space, fitted once on a grid.
+
+Without a restart, time window ``k`` of :class:`~hodiff.pinn.TimeWindows` evaluates and
+differentiates the frozen networks of all ``k`` windows before it, so the ``k``-th window costs
+``k`` times the first. :class:`SeriesRestart` samples the window before at its end on a tensor grid
+of nodes, fits a tensor-product series through the samples (one 1-D basis per spatial coordinate)
+and hands the next window that series instead: every window then costs the same, and the series
+is as differentiable as the network (third derivatives under XLA included).
+
+The bases (pick the one whose boundary behaviour is the solution's, so that the fit keeps what the
+hard conditions hold exactly):
+
+- :class:`Fourier`: ``cos(k w s)``, ``sin(k w s)`` on equispaced samples of one period, for a periodic
+  coordinate;
+- :class:`Sine`: ``sin(m pi (s - a) / (b - a))`` on the interior nodes of an equispaced grid: zero at both
+  ends (Dirichlet walls);
+- :class:`Cosine`: ``cos(m pi (s - a) / (b - a))`` on cell centres (DCT-II's nodes): zero slope at both ends
+  (zero flux);
+- :class:`Chebyshev`: ``T_m`` on the Chebyshev-Gauss-Lobatto nodes, ends included: any smooth function
+  without conditions at the ends, spectrally accurate, the nodes clustered at the ends (wall layers); a
+  value the window before holds exactly at an end (a wall, an inflow) the interpolant holds there too.
+
+The series interpolates the samples (least squares for :class:`Fourier`, whose Nyquist sine is left
+out), so a function in the span of the bases is reproduced to rounding.
+
+References:
+  Trefethen (2000), "Spectral Methods in MATLAB", SIAM (chapters 6 and 8: Chebyshev points and
+  interpolation); Boyd (2001), "Chebyshev and Fourier Spectral Methods", Dover.
+
+Example:
+  ```python
+  import numpy as np
+  import tensorflow as tf
+  from hodiff import pinn
+
+  domain = pinn.Interval("x", 0.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
+  restart = pinn.SeriesRestart(domain, {"x": pinn.Chebyshev(0.0, 1.0, 12)})
+  previous = lambda points: tf.exp(points[:, :1]) * (1.0 + points[:, 1:])  # a window's solution
+  series = restart(previous, 0.5)  # samples previous at t = 0.5 once
+  x = tf.constant([[0.0, 0.5], [0.3, 0.5], [1.0, 0.5]], tf.float64)
+  assert np.allclose(series(x).numpy()[:, 0], 1.5 * np.exp([0.0, 0.3, 1.0]), atol=1e-10)
+  ```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = ["Chebyshev", "Cosine", "Fourier", "SeriesRestart", "Sine"]
+
+
+def _check_basis(name: str, low: float, high: float, samples: int, least: int) -> None:
+    if not (isinstance(samples, int) and not isinstance(samples, bool) and samples >= least):
+        raise ValueError(f"{name}: samples must be an int >= {least} (nodes of the grid), got {samples!r}.")
+    if not float(low) < float(high):
+        raise ValueError(f"{name}: the interval [{low}, {high}] is empty; give low < high.")
+
+
+class Basis:
+    """A 1-D basis of :class:`SeriesRestart`: its ``nodes``, its ``functions(s) -> (N, functions)`` of an
+    ``(N, 1)`` tensor, the same at the nodes as an exact ``node_matrix()``, the nodes' ``node_weights()``
+    under which the functions are orthogonal, and where it holds, ``inside(s)`` (``None``: everywhere)."""
+
+    low: float
+    high: float
+    samples: int
+
+    @property
+    def nodes(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def functions(self, s: tf.Tensor) -> tf.Tensor:
+        raise NotImplementedError
+
+    def node_matrix(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def node_weights(self) -> np.ndarray:
+        return np.ones(self.samples)
+
+    def inside(self, s: tf.Tensor) -> tf.Tensor | None:
+        return tf.cast((s >= self.low) & (s <= self.high), s.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fourier(Basis):
+    """``1, cos(k w (s - low)), sin(k w (s - low))``, ``w = 2 pi / period``, ``k < samples / 2``, fitted at
+    ``samples`` equispaced nodes of ``[low, low + period)``; periodic, so it holds everywhere.
+
+    Args:
+      low: where the sampled period starts.
+      period: the period, > 0.
+      samples: nodes per period, >= 2.
+    """
+
+    low: float
+    period: float
+    samples: int
+
+    def __post_init__(self):
+        _check_basis("Fourier", self.low, self.low + self.period, self.samples, 2)
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self.low + self.period * np.arange(self.samples) / self.samples
+
+    def functions(self, s: tf.Tensor) -> tf.Tensor:
+        k = tf.constant(np.arange(1, (self.samples + 1) // 2)[None, :], s.dtype)
+        phase = (s - self.low) * (2.0 * np.pi / self.period) * k
+        return tf.concat([tf.ones_like(s), tf.cos(phase), tf.sin(phase)], axis=1)
+
+    def node_matrix(self) -> np.ndarray:
+        j, k = np.arange(self.samples)[:, None], np.arange(1, (self.samples + 1) // 2)[None, :]
+        phase = 2.0 * np.pi * (j * k % self.samples) / self.samples
+        return np.concatenate([np.ones((self.samples, 1)), np.cos(phase), np.sin(phase)], axis=1)
+
+    def inside(self, s: tf.Tensor) -> tf.Tensor | None:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Sine(Basis):
+    """``sin(m pi (s - low) / (high - low))``, ``m = 1 .. samples``, fitted at the ``samples`` interior nodes
+    of the grid of spacing ``(high - low) / (samples + 1)``: zero at both ends.
+
+    Args:
+      low, high: the interval, ``low < high``.
+      samples: interior nodes, >= 1.
+    """
+
+    low: float
+    high: float
+    samples: int
+
+    def __post_init__(self):
+        _check_basis("Sine", self.low, self.high, self.samples, 1)
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self.low + (self.high - self.low) * np.arange(1, self.samples + 1) / (self.samples + 1)
+
+    def functions(self, s: tf.Tensor) -> tf.Tensor:
+        m = tf.constant(np.arange(1, self.samples + 1)[None, :], s.dtype)
+        return tf.sin((s - self.low) * (np.pi / (self.high - self.low)) * m)
+
+    def node_matrix(self) -> np.ndarray:
+        j, m = np.arange(1, self.samples + 1)[:, None], np.arange(1, self.samples + 1)[None, :]
+        return np.sin(np.pi * (j * m % (2 * self.samples + 2)) / (self.samples + 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Cosine(Basis):
+    """``cos(m pi (s - low) / (high - low))``, ``m = 0 .. samples - 1``, fitted at the ``samples`` cell centres
+    of ``[low, high]``: zero slope at both ends.
+
+    Args:
+      low, high: the interval, ``low < high``.
+      samples: cells, >= 1.
+    """
+
+    low: float
+    high: float
+    samples: int
+
+    def __post_init__(self):
+        _check_basis("Cosine", self.low, self.high, self.samples, 1)
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self.low + (self.high - self.low) * (np.arange(self.samples) + 0.5) / self.samples
+
+    def functions(self, s: tf.Tensor) -> tf.Tensor:
+        m = tf.constant(np.arange(self.samples)[None, :], s.dtype)
+        return tf.cos((s - self.low) * (np.pi / (self.high - self.low)) * m)
+
+    def node_matrix(self) -> np.ndarray:
+        j, m = np.arange(self.samples)[:, None], np.arange(self.samples)[None, :]
+        return np.cos(np.pi * ((2 * j + 1) * m % (4 * self.samples)) / (2 * self.samples))
+
+
+@dataclasses.dataclass(frozen=True)
+class Chebyshev(Basis):
+    """``T_m((2 s - low - high) / (high - low))``, ``m = 0 .. samples - 1``, fitted at the ``samples``
+    Chebyshev-Gauss-Lobatto nodes of ``[low, high]`` (both ends included); the polynomials by their
+    recurrence, so their derivatives are finite at the ends.
+
+    Args:
+      low, high: the interval, ``low < high``.
+      samples: nodes, >= 2.
+    """
+
+    low: float
+    high: float
+    samples: int
+
+    def __post_init__(self):
+        _check_basis("Chebyshev", self.low, self.high, self.samples, 2)
+
+    @property
+    def nodes(self) -> np.ndarray:
+        unit = -np.cos(np.pi * np.arange(self.samples) / (self.samples - 1))
+        unit[[0, -1]] = -1.0, 1.0
+        return 0.5 * (self.low + self.high) + 0.5 * (self.high - self.low) * unit
+
+    def functions(self, s: tf.Tensor) -> tf.Tensor:
+        unit = (2.0 * s - (self.low + self.high)) / (self.high - self.low)
+        polynomials = tf.concat([tf.ones_like(unit), unit], axis=1)  # T_0 .. T_k, doubled each round
+        while polynomials.shape[1] < self.samples:
+            k = polynomials.shape[1] - 1
+            count = min(k, self.samples - k - 1)
+            # T_{k+j} = 2 T_k T_j - T_{k-j}, j = 1 .. count: by products with constant picks, not slices or a
+            # recurrence one degree at a time (whose derivatives made graphs long to trace)
+            pick, back, last = np.zeros((k + 1, count)), np.zeros((k + 1, count)), np.zeros((k + 1, 1))
+            pick[np.arange(1, count + 1), np.arange(count)] = 1.0
+            back[k - np.arange(1, count + 1), np.arange(count)] = 1.0
+            last[k, 0] = 1.0
+            take = lambda matrix: tf.matmul(polynomials, tf.constant(matrix, s.dtype))
+            polynomials = tf.concat([polynomials, 2.0 * take(last) * take(pick) - take(back)], axis=1)
+        return polynomials
+
+    def node_matrix(self) -> np.ndarray:  # T_m(-cos(pi j / n)) = cos(m pi (n - j) / n), n = samples - 1
+        n = self.samples - 1
+        j, m = np.arange(self.samples)[:, None], np.arange(self.samples)[None, :]
+        return np.cos(np.pi * ((n - j) * m % (2 * n)) / n)
+
+    def node_weights(self) -> np.ndarray:
+        weights = np.ones(self.samples)
+        weights[[0, -1]] = 0.5
+        return weights
+
+
+def _fit(basis: Basis) -> np.ndarray:
+    """``(functions, samples)``: the coefficients of the series through values at the basis' nodes.
+
+    Every basis is orthogonal on its nodes under their weights (1, and 1/2 at Chebyshev's ends), so the fit is
+    the weighted transpose over the norms: the least-squares fit (interpolation where square), without the
+    rounding of a general solve (a series differentiated four times amplifies it by the highest mode's fourth
+    power). The functions at the nodes come with their phases reduced exactly, as an FFT's twiddles."""
+    matrix = basis.node_matrix()
+    weighted = matrix * basis.node_weights()[:, None]
+    return weighted.T / np.einsum("jm,jm->m", weighted, matrix)[:, None]
+
+
+class SeriesRestart:
+    """``restart(previous, start)`` for :class:`~hodiff.pinn.TimeWindows`: the window before at ``t = start``
+    as a tensor-product series in space (see the module docstring).
+
+    Args:
+      domain: the problem's domain: its spatial coordinates and its time coordinate.
+      bases: one basis per spatial coordinate of ``domain``, by name (:class:`Fourier`, :class:`Sine`,
+        :class:`Cosine`, :class:`Chebyshev`).
+      dtype: the dtype of the points the window's solution takes and of the series.
+      baseline: ``baseline(x) -> (N, fields)``, optional, ``x`` the named coordinate columns (a dict of
+        ``(N,)`` tensors): the series fits ``previous - baseline`` and the restart is ``baseline`` plus it.
+        Outside the bases' box (a non-periodic basis's ``[low, high]``) the series is 0: the restart there is
+        the baseline (0 without one), for solutions that change only inside a box.
+
+    Calling it samples ``previous`` once, on the grid of the bases' nodes at ``t = start``, and returns
+    ``series(points) -> (N, fields)`` over the domain's ``(N, d)`` points (time ignored).
+
+    Example: see the module docstring.
+    """
+
+    def __init__(
+        self,
+        domain: Any,
+        bases: Mapping[str, Basis],
+        dtype: Any = "float64",
+        baseline: Callable[[dict], tf.Tensor] | None = None,
+    ):
+        space = [name for name in domain.coords if name != domain.time]
+        if domain.time is None or sorted(bases) != sorted(space):
+            raise ValueError(
+                f"SeriesRestart: bases must give one basis for each spatial coordinate of a time-dependent domain, "
+                f"{space}; got {sorted(bases)}" + ("" if domain.time else " (the domain has no time coordinate)")
+            )
+        for name, basis in bases.items():
+            if not isinstance(basis, Basis):
+                raise TypeError(
+                    f"SeriesRestart: the basis of {name!r} must be a Fourier, Sine, Cosine or Chebyshev, got "
+                    f"{type(basis).__name__}."
+                )
+        if baseline is not None and not callable(baseline):
+            raise TypeError(
+                f"SeriesRestart: baseline must be a function baseline(x) -> (N, fields) or None, got {baseline!r}."
+            )
+        self.coords, self.time = tuple(domain.coords), domain.time
+        self.bases = {name: bases[name] for name in space}  # in the domain's column order
+        self.dtype = tf.as_dtype(dtype)
+        self.baseline = baseline
+        self.fits = {name: _fit(basis) for name, basis in self.bases.items()}
+
+    def __call__(self, previous: Callable[[tf.Tensor], tf.Tensor], start: float) -> Callable[[tf.Tensor], tf.Tensor]:
+        grids = np.meshgrid(*(basis.nodes for basis in self.bases.values()), indexing="ij")
+        columns = {name: grid.ravel() for name, grid in zip(self.bases, grids)}
+        columns[self.time] = np.full(grids[0].size, float(start))
+        points = tf.constant(np.stack([columns[name] for name in self.coords], axis=1), self.dtype)
+        values = np.asarray(previous(points), np.float64)
+        if self.baseline is not None:
+            values = values - np.asarray(self.baseline(self._named(points)), np.float64)
+        coefficients = values.reshape(*grids[0].shape, values.shape[-1])
+        for axis, fit in enumerate(self.fits.values()):
+            coefficients = np.moveaxis(np.tensordot(fit, coefficients, axes=([1], [axis])), 0, axis)
+        return self._series(tf.constant(coefficients, self.dtype))
+
+    def _named(self, points: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The ``(N,)`` coordinate columns by name, picked by products (slices' third derivatives fail under XLA)."""
+        eye = np.eye(len(self.coords))
+        pick = lambda i: tf.reshape(tf.matmul(points, tf.constant(eye[:, [i]], points.dtype)), [-1])
+        return {name: pick(i) for i, name in enumerate(self.coords)}
+
+    def _series(self, coefficients: tf.Tensor) -> Callable[[tf.Tensor], tf.Tensor]:
+        def series(points: tf.Tensor) -> tf.Tensor:
+            named = self._named(points)
+            columns = [tf.reshape(named[name], [-1, 1]) for name in self.bases]
+            functions = [basis.functions(s) for basis, s in zip(self.bases.values(), columns)]
+            values = tf.tensordot(functions[0], coefficients, axes=[[1], [0]])  # (N, M_2 ... M_d, fields)
+            for later in functions[1:]:
+                shape = [-1, later.shape[1]] + [1] * (values.shape.rank - 2)
+                values = tf.reduce_sum(values * tf.reshape(later, shape), axis=1)
+            for basis, s in zip(self.bases.values(), columns):
+                inside = basis.inside(s)
+                values = values if inside is None else values * inside
+            if self.baseline is not None:
+                values = values + tf.cast(self.baseline(named), values.dtype)
+            return values
+
+        return series
