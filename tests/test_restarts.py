@@ -1,0 +1,202 @@
+"""pinn.SeriesRestart: each basis interpolates its nodes and reproduces its span (derivatives included), converges
+spectrally on smooth functions, holds boundary values, agrees in eager, graph and XLA, and refuses bad input."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hodiff import pinn
+from hodiff.operators import partials
+
+PLANE = pinn.Rectangle(("x", "y"), (0.0, 0.0), (2.0, 1.0)) * pinn.TimeDomain("t", 0.0, 1.0)
+LINE = pinn.Interval("x", 0.0, 2.0) * pinn.TimeDomain("t", 0.0, 1.0)
+
+
+def line_points(x, t=0.5):
+    return tf.constant(np.column_stack([x, np.full(len(x), t)]), tf.float64)
+
+
+def columns(points):
+    return [points[:, i : i + 1] for i in range(points.shape[1])]
+
+
+@pytest.mark.parametrize(
+    "basis, function",
+    [
+        (pinn.Fourier(0.0, 2.0, 9), lambda x: 0.3 + tf.cos(np.pi * x) - 0.5 * tf.sin(4.0 * np.pi * x)),
+        (pinn.Sine(0.0, 2.0, 7), lambda x: tf.sin(np.pi * x / 2.0) + 0.2 * tf.sin(7.0 * np.pi * x / 2.0)),
+        (pinn.Cosine(0.0, 2.0, 6), lambda x: 1.0 - 0.4 * tf.cos(5.0 * np.pi * x / 2.0)),
+        (pinn.Chebyshev(0.0, 2.0, 6), lambda x: (x - 0.5) ** 5 - 3.0 * x**2),
+    ],
+    ids=["fourier", "sine", "cosine", "chebyshev"],
+)
+def test_a_function_in_the_span_is_reproduced_with_its_derivatives(basis, function):
+    restart = pinn.SeriesRestart(LINE, {"x": basis})
+    previous = lambda points: function(columns(points)[0]) * (1.0 + columns(points)[1])  # noqa: E731
+    series = restart(previous, 0.5)
+    points = line_points(np.random.default_rng(0).uniform(0.0, 2.0, 30))
+    exact = partials(lambda p: previous(p)[:, 0], points, ("x", "t"), ("", "x", "xx", "xxxx"))
+    fitted = partials(lambda p: series(p)[:, 0], points, ("x", "t"), ("", "x", "xx", "xxxx", "t"))
+    for key in exact:
+        scale = np.abs(exact[key].numpy()).max()
+        np.testing.assert_allclose(fitted[key].numpy(), exact[key].numpy(), atol=1e-11 * scale)
+    assert np.abs(fitted["t"].numpy()).max() == 0.0  # the series is the window before at its end: no time
+
+
+def test_the_bases_interpolate_at_their_nodes_and_are_orthogonal_there():
+    rng = np.random.default_rng(1)
+    for basis in (
+        pinn.Fourier(1.0, 3.0, 8),
+        pinn.Sine(-1.0, 1.0, 5),
+        pinn.Cosine(0.0, 1.0, 5),
+        pinn.Chebyshev(0, 1, 7),
+    ):
+        values = rng.normal(size=len(basis.nodes))
+        restart = pinn.SeriesRestart(LINE, {"x": basis})
+        nodes = line_points(basis.nodes)
+        series = restart(lambda points, v=values: tf.constant(v[:, None]), 0.0)
+        expected = values.copy()
+        if isinstance(basis, pinn.Fourier):  # the Nyquist sine is zero at the nodes: least squares drops it
+            expected -= np.mean(values * np.cos(np.pi * np.arange(8))) * np.cos(np.pi * np.arange(8))
+        np.testing.assert_allclose(series(nodes).numpy()[:, 0], expected, atol=1e-12)
+        matrix, weights = basis.node_matrix(), basis.node_weights()
+        gram = matrix.T @ (weights[:, None] * matrix)
+        np.testing.assert_allclose(gram - np.diag(np.diag(gram)), 0.0, atol=1e-12)
+        evaluated = basis.functions(tf.constant(basis.nodes[:, None], tf.float64)).numpy()
+        np.testing.assert_allclose(evaluated, matrix, atol=1e-13)
+
+
+def test_chebyshev_converges_spectrally_on_a_smooth_function_with_a_wall_layer():
+    layer = lambda x: 1.0 - tf.exp(-x / 0.05) + 0.3 * tf.sin(3.0 * x)  # noqa: E731 (a layer 0.05 thick at x = 0)
+    points = line_points(np.linspace(0.0, 2.0, 401))
+    exact = layer(columns(points)[0]).numpy()[:, 0]
+    errors = []
+    for samples in (16, 32, 64):
+        series = pinn.SeriesRestart(LINE, {"x": pinn.Chebyshev(0.0, 2.0, samples)})(lambda p: layer(columns(p)[0]), 0.0)
+        errors.append(np.abs(series(points).numpy()[:, 0] - exact).max())
+    assert errors[0] > 1e-4 and errors[1] < 1e-6 * errors[0] and errors[2] < 1e-13, errors  # 9e-4, 6e-11, 4e-15
+
+
+def test_chebyshev_holds_what_the_window_before_holds_on_the_edges_and_is_smooth_there():
+    """A function zero on x = 0 and y = 0, 1 gives a series zero on those whole lines (not just at the nodes), and
+    its derivatives at the corners are finite (the polynomials by recurrence, not cos(m arccos s))."""
+
+    def previous(points):
+        x, y, t = columns(points)
+        return tf.concat([x * tf.sin(np.pi * y) * tf.exp(x), tf.exp(x + y) * y * (1.0 - y) * x], axis=1) * (1.0 + t)
+
+    bases = {"x": pinn.Chebyshev(0.0, 2.0, 24), "y": pinn.Chebyshev(0.0, 1.0, 24)}
+    series = pinn.SeriesRestart(PLANE, bases)(previous, 0.25)
+    s = np.random.default_rng(3).uniform(0.0, 1.0, 40)
+    edges = np.concatenate([np.column_stack([np.zeros(40), s]), np.column_stack([2 * s, np.zeros(40)])])
+    edges = np.concatenate([edges, np.column_stack([2 * s, np.ones(40)])])
+    values = series(tf.constant(np.column_stack([edges, np.full(len(edges), 0.25)]))).numpy()
+    assert np.abs(values).max() < 1e-13
+    corners = tf.constant([[0.0, 0.0, 0.25], [2.0, 1.0, 0.25], [2.0, 0.0, 0.25], [1.3, 0.4, 0.25]], tf.float64)
+    for field in (0, 1):
+        exact = partials(lambda p, f=field: previous(p)[:, f], corners, ("x", "y", "t"), ("x", "xx", "yy", "xy"))
+        fitted = partials(lambda p, f=field: series(p)[:, f], corners, ("x", "y", "t"), ("x", "xx", "yy", "xy"))
+        for key in exact:
+            np.testing.assert_allclose(fitted[key].numpy(), exact[key].numpy(), rtol=1e-7, atol=1e-7)
+
+
+def test_three_dimensions_several_fields_and_float32():
+    space = pinn.Box({"x": (0.0, 1.0), "y": (0.0, 1.0), "z": (0.0, 1.0), "t": (0.0, 1.0)}, time="t")
+
+    def previous(points):
+        x, y, z, _ = columns(points)
+        return tf.concat([tf.sin(np.pi * x) * (y - 0.3) ** 3 * tf.sin(2 * np.pi * z), x * y * z], axis=1)
+
+    bases = {"z": pinn.Sine(0.0, 1.0, 4), "x": pinn.Sine(0.0, 1.0, 3), "y": pinn.Chebyshev(0.0, 1.0, 5)}
+    for dtype, tolerance in (("float64", 1e-12), ("float32", 1e-5)):
+        series = pinn.SeriesRestart(space, bases, dtype)(
+            lambda p: tf.cast(previous(tf.cast(p, tf.float64)), p.dtype), 0.0
+        )
+        points = np.random.default_rng(4).uniform(0.0, 1.0, (20, 4))
+        fitted = series(tf.constant(points, dtype)).numpy()
+        assert fitted.dtype == np.dtype(dtype) and fitted.shape == (20, 2)
+        np.testing.assert_allclose(fitted[:, 0], previous(tf.constant(points)).numpy()[:, 0], atol=tolerance)
+    # x y z is not zero on the walls: its sine series in x and z is not it (the basis decides what is kept)
+    assert np.abs(fitted[:, 1] - np.prod(points[:, :3], axis=1)).max() > 1e-2
+
+
+def test_a_baseline_is_kept_exactly_and_alone_outside_the_box():
+    baseline = lambda x: tf.stack([1.0 - tf.exp(-(x["x"] ** 2)), 0.0 * x["x"]], axis=1)  # noqa: E731
+    bump = lambda x: tf.cos(np.pi * x) * tf.cos(2.0 * np.pi * x)  # noqa: E731 (zero slope at -1/2, 1/2: in the span)
+    inner = lambda x: tf.cast(tf.abs(x) < 0.5, x.dtype)  # noqa: E731
+
+    def previous(points):
+        x = columns(points)[0]
+        change = inner(x) * bump(x + 0.5)
+        return baseline({"x": x[:, 0]}) + tf.concat([0.2 * change, -change], axis=1)
+
+    domain = pinn.Interval("x", -1.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
+    series = pinn.SeriesRestart(domain, {"x": pinn.Cosine(-0.5, 0.5, 8)}, baseline=baseline)(previous, 0.0)
+    points = line_points(np.array([-0.9, -0.6, -0.3, 0.0, 0.2, 0.45, 0.7, 1.0]))
+    np.testing.assert_allclose(series(points).numpy(), previous(points).numpy(), atol=1e-12)
+
+
+def test_graph_and_xla_agree_with_eager_second_derivatives_included():
+    def previous(points):
+        x, y, _ = columns(points)
+        return tf.exp(-((x - 1.0) ** 2) - y) * tf.sin(np.pi * y)
+
+    bases = {"x": pinn.Chebyshev(0.0, 2.0, 12), "y": pinn.Sine(0.0, 1.0, 11)}
+    series = pinn.SeriesRestart(PLANE, bases)(previous, 0.0)
+    points = tf.constant(np.random.default_rng(5).uniform(0.0, 1.0, (16, 3)) * [2.0, 1.0, 1.0])
+    second = lambda p: tf.stack(
+        list(partials(lambda q: series(q)[:, 0], p, ("x", "y", "t"), ("", "xx", "yy", "xy")).values())
+    )  # noqa: E731
+    eager = second(points).numpy()
+    for compiled in (tf.function(second), tf.function(second, jit_compile=True)):
+        np.testing.assert_allclose(compiled(points).numpy(), eager, rtol=1e-12, atol=1e-12)
+
+
+def test_a_window_is_built_from_one_sample_of_the_window_before():
+    calls = []
+
+    def previous(points):
+        calls.append(points.shape[0])
+        return tf.sin(np.pi * points[:, :1] / 2.0)
+
+    windows = pinn.TimeWindows(
+        2, initial=lambda x: tf.sin(np.pi * x["x"] / 2.0), restart=pinn.SeriesRestart(LINE, {"x": pinn.Sine(0, 2, 15)})
+    )
+    problem = pinn.Problem(LINE, needs=("u", "u_t", "u_xx"), residual=lambda d, x, p: d["u_t"] - d["u_xx"])
+    window = windows.problem(problem, 1, previous)
+    assert calls == [15]  # the 15 nodes, once, when the window was built
+    model = pinn.mlp(LINE, width=4, depth=1, dtype="float64")
+    points = line_points(np.linspace(0.0, 2.0, 5), t=0.5)
+    np.testing.assert_allclose(
+        window.solution(model)(points).numpy()[:, 0], np.sin(np.pi * points.numpy()[:, 0] / 2.0), atol=1e-12
+    )
+    assert calls == [15]
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: pinn.Chebyshev(0.0, 1.0, 1), "Chebyshev: samples must be an int >= 2"),
+        (lambda: pinn.Sine(0.0, 1.0, 2.5), "Sine: samples must be an int >= 1"),
+        (lambda: pinn.Cosine(1.0, 1.0, 4), r"Cosine: the interval \[1.0, 1.0\] is empty; give low < high"),
+        (lambda: pinn.Fourier(0.0, -1.0, 4), "Fourier: the interval"),
+        (
+            lambda: pinn.SeriesRestart(PLANE, {"x": pinn.Sine(0, 2, 3)}),
+            r"one basis for each spatial coordinate.*\['x', 'y'\]",
+        ),
+        (
+            lambda: pinn.SeriesRestart(
+                pinn.Rectangle(("x", "y"), (0, 0), (1, 1)), {"x": pinn.Sine(0, 1, 3), "y": pinn.Sine(0, 1, 3)}
+            ),
+            "no time coordinate",
+        ),
+        (
+            lambda: pinn.SeriesRestart(LINE, {"x": np.linspace(0, 1, 4)}),
+            "the basis of 'x' must be a Fourier, Sine, Cosine or Chebyshev",
+        ),
+        (lambda: pinn.SeriesRestart(LINE, {"x": pinn.Sine(0, 2, 3)}, baseline=1.0), "baseline must be a function"),
+    ],
+)
+def test_bad_input_is_refused_with_the_argument_named(make, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        make()
