@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["Chebyshev", "Cosine", "Fourier", "SeriesRestart", "Sine"]
+__all__ = ["Basis", "Chebyshev", "Cosine", "Fourier", "SeriesRestart", "Sine"]
 
 
 def _check_basis(name: str, low: float, high: float, samples: int, least: int) -> None:
@@ -72,18 +72,23 @@ class Basis:
 
     @property
     def nodes(self) -> np.ndarray:
+        """The ``samples`` nodes where the window before is sampled, ``(samples,)``."""
         raise NotImplementedError
 
     def functions(self, s: tf.Tensor) -> tf.Tensor:
+        """The basis functions at the ``(N, 1)`` tensor ``s``, ``(N, functions)``, differentiable to any order."""
         raise NotImplementedError
 
     def node_matrix(self) -> np.ndarray:
+        """The functions at the nodes, ``(samples, functions)``, with their phases reduced exactly (float64)."""
         raise NotImplementedError
 
     def node_weights(self) -> np.ndarray:
+        """The nodes' weights, under which the functions are orthogonal on the nodes (here all 1)."""
         return np.ones(self.samples)
 
     def inside(self, s: tf.Tensor) -> tf.Tensor | None:
+        """1 where ``s`` lies in ``[low, high]``, 0 elsewhere, as ``s``'s dtype (``None``: everywhere)."""
         return tf.cast((s >= self.low) & (s <= self.high), s.dtype)
 
 
@@ -120,6 +125,7 @@ class Fourier(Basis):
         return np.concatenate([np.ones((self.samples, 1)), np.cos(phase), np.sin(phase)], axis=1)
 
     def inside(self, s: tf.Tensor) -> tf.Tensor | None:
+        """``None``: a periodic series holds everywhere."""
         return None
 
 
@@ -186,8 +192,9 @@ class Cosine(Basis):
 @dataclasses.dataclass(frozen=True)
 class Chebyshev(Basis):
     """``T_m((2 s - low - high) / (high - low))``, ``m = 0 .. samples - 1``, fitted at the ``samples``
-    Chebyshev-Gauss-Lobatto nodes of ``[low, high]`` (both ends included); the polynomials by their
-    recurrence, so their derivatives are finite at the ends.
+    Chebyshev-Gauss-Lobatto nodes of ``[low, high]`` (both ends included); the polynomials by the
+    recurrence ``T_{k+j} = 2 T_k T_j - T_{k-j}`` (doubling the degree each round), so their derivatives are
+    finite at the ends, unlike ``cos(m arccos s)``'s.
 
     Args:
       low, high: the interval, ``low < high``.
@@ -229,6 +236,7 @@ class Chebyshev(Basis):
         return np.cos(np.pi * ((n - j) * m % (2 * n)) / n)
 
     def node_weights(self) -> np.ndarray:
+        """1, and 1/2 at both ends (the Gauss-Lobatto rule's), under which the ``T_m`` are orthogonal on the nodes."""
         weights = np.ones(self.samples)
         weights[[0, -1]] = 0.5
         return weights
