@@ -226,8 +226,8 @@ class Chebyshev(Basis):
             pick[np.arange(1, count + 1), np.arange(count)] = 1.0
             back[k - np.arange(1, count + 1), np.arange(count)] = 1.0
             last[k, 0] = 1.0
-            take = lambda matrix: tf.matmul(polynomials, tf.constant(matrix, s.dtype))
-            polynomials = tf.concat([polynomials, 2.0 * take(last) * take(pick) - take(back)], axis=1)
+            top, lower, mirrored = (tf.matmul(polynomials, tf.constant(m, s.dtype)) for m in (last, pick, back))
+            polynomials = tf.concat([polynomials, 2.0 * top * lower - mirrored], axis=1)
         return polynomials
 
     def node_matrix(self) -> np.ndarray:  # T_m(-cos(pi j / n)) = cos(m pi (n - j) / n), n = samples - 1
