@@ -54,7 +54,7 @@ class ChannelSettings(Settings):
     outlet_points: int = setting(OUTLET_POINTS, "points on the outlet x = 2 per window", positive=True)
     continuity_weight: float = setting(1.0, "loss weight of the continuity equation (its terms are ~30x smaller)")
     restart_nodes: int = setting(
-        RESTART_NODES, "each window starts from the Chebyshev series of the one before on this many nodes a side; 0: off"
+        RESTART_NODES, "each window starts from the Chebyshev series of the one before on these nodes a side; 0: off"
     )
 
 
