@@ -18,8 +18,12 @@ What the example combines:
 - the pressure's lift ``p = (2 - x) (2 / pi) g'(t) + S N_p`` (``--pressure-lift``; ``--pressure-scale`` S):
   the drop that accelerates the inflow's flux ``(2 / pi) g(t)`` along the channel, so that the network
   learns the rest;
-- time-marching in ``--time-windows`` windows, the modified MLP, float64, Adam then L-BFGS in each window;
-  the two outlet conditions are loss terms.
+- time-marching in ``--time-windows`` windows, each starting from the Chebyshev series of the window before
+  (``--restart-nodes`` nodes a side, :class:`hodiff.pinn.SeriesRestart`: every window costs the same, and the
+  series holds the inflow and the walls as the window before did);
+- the modified MLP, float64, Adam then L-BFGS in each window; the two outlet conditions are loss terms and
+  continuity is weighted (``--continuity-weight``: its terms are about 30 times smaller than the momentum
+  equations', and unweighted the network lets the flow lose mass).
 
 The error is PINNacle's L2RE over (u, v, p) together (target 1e-1) and over (u, v) (target 5e-2), at
 20,000 fixed points uniform in the space-time box (times > 0, multiples of 0.01), against the
