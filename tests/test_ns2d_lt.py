@@ -130,4 +130,5 @@ def test_the_continuity_weight_reaches_the_loss():
     settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["fast"], continuity_weight=100.0)
     problem, _ = ns2d_lt.build(settings)
     assert problem.weights == {"continuity": 100.0}
-    assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["default"])[0].weights == {"continuity": 1.0}
+    assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["fast"])[0].weights == {"continuity": 1.0}
+    assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["default"])[0].weights == {"continuity": 1000.0}
