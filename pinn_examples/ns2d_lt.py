@@ -257,8 +257,8 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": ChannelSettings(
-            interior=3072,
-            adam_steps=1000,
+            interior=2560,
+            adam_steps=800,
             lbfgs_iterations=300,
             width=32,
             depth=4,
