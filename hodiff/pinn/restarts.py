@@ -5,7 +5,7 @@ differentiates the frozen networks of all ``k`` windows before it, so the ``k``-
 ``k`` times the first. :class:`SeriesRestart` samples the window before at its end on a tensor grid
 of nodes, fits a tensor-product series through the samples (one 1-D basis per spatial coordinate)
 and hands the next window that series instead: every window then costs the same, and the series
-is as differentiable as the network (third derivatives under XLA included).
+is as differentiable as the network, under XLA too.
 
 The bases (pick the one whose boundary behaviour is the solution's, so that the fit keeps what the
 hard conditions hold exactly):
@@ -135,7 +135,8 @@ class Sine(Basis):
     of the grid of spacing ``(high - low) / (samples + 1)``: zero at both ends.
 
     Args:
-      low, high: the interval, ``low < high``.
+      low: the interval's lower end.
+      high: its upper end, ``> low``.
       samples: interior nodes, >= 1.
     """
 
@@ -165,7 +166,8 @@ class Cosine(Basis):
     of ``[low, high]``: zero slope at both ends.
 
     Args:
-      low, high: the interval, ``low < high``.
+      low: the interval's lower end.
+      high: its upper end, ``> low``.
       samples: cells, >= 1.
     """
 
@@ -197,7 +199,8 @@ class Chebyshev(Basis):
     finite at the ends, unlike ``cos(m arccos s)``'s.
 
     Args:
-      low, high: the interval, ``low < high``.
+      low: the interval's lower end.
+      high: its upper end, ``> low``.
       samples: nodes, >= 2.
     """
 
