@@ -46,17 +46,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import tensorflow as tf
+
+from hodiff import _validate
 
 __all__ = ["Basis", "Chebyshev", "Cosine", "Fourier", "SeriesRestart", "Sine"]
 
 
 def _check_basis(name: str, low: float, high: float, samples: int, least: int) -> None:
-    if not (isinstance(samples, int) and not isinstance(samples, bool) and samples >= least):
-        raise ValueError(f"{name}: samples must be an int >= {least} (nodes of the grid), got {samples!r}.")
+    _validate.check_count(samples, "samples", name, least)
     if not float(low) < float(high):
         raise ValueError(f"{name}: the interval [{low}, {high}] is empty; give low < high.")
 
@@ -66,8 +67,6 @@ class Basis:
     ``(N, 1)`` tensor, the same at the nodes as an exact ``node_matrix()``, the nodes' ``node_weights()``
     under which the functions are orthogonal, and where it holds, ``inside(s)`` (``None``: everywhere)."""
 
-    low: float
-    high: float
     samples: int
 
     @property
@@ -88,7 +87,24 @@ class Basis:
         return np.ones(self.samples)
 
     def inside(self, s: tf.Tensor) -> tf.Tensor | None:
-        """1 where ``s`` lies in ``[low, high]``, 0 elsewhere, as ``s``'s dtype (``None``: everywhere)."""
+        """Where the series holds: ``None``, everywhere (a periodic basis)."""
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class _OnInterval(Basis):
+    """A basis on ``[low, high]`` with ``samples >= least`` nodes, zero outside the interval."""
+
+    low: float
+    high: float
+    samples: int
+    least: ClassVar[int] = 1
+
+    def __post_init__(self):
+        _check_basis(type(self).__name__, self.low, self.high, self.samples, self.least)
+
+    def inside(self, s: tf.Tensor) -> tf.Tensor | None:
+        """1 where ``s`` lies in ``[low, high]``, 0 elsewhere, as ``s``'s dtype."""
         return tf.cast((s >= self.low) & (s <= self.high), s.dtype)
 
 
@@ -124,13 +140,9 @@ class Fourier(Basis):
         phase = 2.0 * np.pi * (j * k % self.samples) / self.samples
         return np.concatenate([np.ones((self.samples, 1)), np.cos(phase), np.sin(phase)], axis=1)
 
-    def inside(self, s: tf.Tensor) -> tf.Tensor | None:
-        """``None``: a periodic series holds everywhere."""
-        return None
-
 
 @dataclasses.dataclass(frozen=True)
-class Sine(Basis):
+class Sine(_OnInterval):
     """``sin(m pi (s - low) / (high - low))``, ``m = 1 .. samples``, fitted at the ``samples`` interior nodes
     of the grid of spacing ``(high - low) / (samples + 1)``: zero at both ends.
 
@@ -139,13 +151,6 @@ class Sine(Basis):
       high: its upper end, ``> low``.
       samples: interior nodes, >= 1.
     """
-
-    low: float
-    high: float
-    samples: int
-
-    def __post_init__(self):
-        _check_basis("Sine", self.low, self.high, self.samples, 1)
 
     @property
     def nodes(self) -> np.ndarray:
@@ -161,7 +166,7 @@ class Sine(Basis):
 
 
 @dataclasses.dataclass(frozen=True)
-class Cosine(Basis):
+class Cosine(_OnInterval):
     """``cos(m pi (s - low) / (high - low))``, ``m = 0 .. samples - 1``, fitted at the ``samples`` cell centres
     of ``[low, high]``: zero slope at both ends.
 
@@ -170,13 +175,6 @@ class Cosine(Basis):
       high: its upper end, ``> low``.
       samples: cells, >= 1.
     """
-
-    low: float
-    high: float
-    samples: int
-
-    def __post_init__(self):
-        _check_basis("Cosine", self.low, self.high, self.samples, 1)
 
     @property
     def nodes(self) -> np.ndarray:
@@ -192,7 +190,7 @@ class Cosine(Basis):
 
 
 @dataclasses.dataclass(frozen=True)
-class Chebyshev(Basis):
+class Chebyshev(_OnInterval):
     """``T_m((2 s - low - high) / (high - low))``, ``m = 0 .. samples - 1``, fitted at the ``samples``
     Chebyshev-Gauss-Lobatto nodes of ``[low, high]`` (both ends included); the polynomials by the
     recurrence ``T_{k+j} = 2 T_k T_j - T_{k-j}`` (doubling the degree each round), so their derivatives are
@@ -204,12 +202,7 @@ class Chebyshev(Basis):
       samples: nodes, >= 2.
     """
 
-    low: float
-    high: float
-    samples: int
-
-    def __post_init__(self):
-        _check_basis("Chebyshev", self.low, self.high, self.samples, 2)
+    least = 2
 
     @property
     def nodes(self) -> np.ndarray:
