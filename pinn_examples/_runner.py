@@ -64,6 +64,12 @@ class Settings:
     interior: int = _setting(4096, "interior (collocation) points", positive=True)
     adam_steps: int = _setting(2000, "Adam steps, a multiple of --steps-per-call")
     lbfgs_iterations: int = _setting(5000, "L-BFGS iterations after Adam at most; 0 skips L-BFGS")
+    quasi_newton: str = _setting(
+        "lbfgs",
+        "the phase after Adam: L-BFGS, or self-scaled BFGS with a dense inverse Hessian (small networks: lower "
+        "losses per iteration); --lbfgs-iterations counts its iterations",
+        choices=("lbfgs", "bfgs"),
+    )
     learning_rate: float = _setting(1e-3, "Adam learning rate", positive=True)
     width: int = _setting(20, "units per hidden layer", positive=True)
     depth: int = _setting(8, "hidden layers", positive=True)
@@ -570,7 +576,7 @@ def _window_trainer(example: Example, settings: Settings, args: argparse.Namespa
             not args.no_progress, None, example.diagnose, output.settings,
         )  # fmt: skip
         trainer.adam(settings.adam_steps)
-        results.append(trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None)
+        results.append(trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton) if settings.lbfgs_iterations else None)
         return trainer
 
     return train
@@ -681,7 +687,7 @@ def fit(
         trainer.run_info["initial_relative_l2_error"] = initial_error(trainer) if untrained else None
         trainer.save_run_info()
     trainer.adam(settings.adam_steps)
-    result = trainer.lbfgs(settings.lbfgs_iterations) if settings.lbfgs_iterations else None
+    result = trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton) if settings.lbfgs_iterations else None
     return trainer, result, {}
 
 

@@ -61,6 +61,7 @@ from hodiff.pinn.networks import is_mixed
 from hodiff.pinn.problem import Problem
 from hodiff.pinn.runlog import RunClock, RunLog
 from hodiff.pinn.trainer_options import Output, Schedule, check_every, check_optimizer, check_strategy, from_keywords
+from hodiff.training.bfgs import minimize_bfgs
 from hodiff.training.lbfgs import minimize_lbfgs
 from hodiff.training.step import TrainStep
 
@@ -419,8 +420,14 @@ class Trainer:
         gtol: float = 1e-10,
         ftol: float = float(np.finfo(float).eps),
         max_corrections: int = 50,
+        method: str = "lbfgs",
     ) -> scipy.optimize.OptimizeResult:
-        """Runs L-BFGS-B (:func:`hodiff.training.lbfgs.minimize_lbfgs`) on the weights; returns scipy's result.
+        """Runs the quasi-Newton phase on the weights; returns scipy's result.
+
+        ``method="lbfgs"`` is L-BFGS-B (:func:`hodiff.training.lbfgs.minimize_lbfgs`); ``"bfgs"`` is
+        self-scaled BFGS with a dense inverse Hessian (:func:`hodiff.training.bfgs.minimize_bfgs`:
+        networks of at most 30,000 weights; ``ftol`` and ``max_corrections`` do not apply), which on
+        small networks reaches much lower losses per iteration.
 
         The defaults stop only on ``max_iterations``, a tiny gradient or a line-search failure
         (scipy's default ``ftol`` stops PINN runs as soon as the loss is small). A resumed run
@@ -434,6 +441,8 @@ class Trainer:
         Raises:
           FloatingPointError: a loss term is not finite at the start or the end, naming it.
         """
+        if method not in ("lbfgs", "bfgs"):
+            raise ValueError(f"Trainer.lbfgs: method must be 'lbfgs' or 'bfgs', got {method!r}.")
         if self.clock.lbfgs is not None:
             x = np.concatenate([np.ravel(v.numpy()).astype(np.float64) for v in self.variables])
             return scipy.optimize.OptimizeResult(x=x, **self.clock.lbfgs)
@@ -460,19 +469,20 @@ class Trainer:
         loss_scale = float(self.optimizer.dynamic_scale.numpy()) if self.mixed else 1.0
         self.clock.start()
         try:
-            result = minimize_lbfgs(
-                self._frozen_loss if self.strategy is None else self._replica_frozen_loss,
-                self.variables,
-                max_iterations,
-                gtol=gtol,
-                ftol=ftol,
-                max_corrections=max_corrections,
+            shared = dict(
                 callback=callback,
                 loss_scale=loss_scale,
                 jit_compile=self.schedule.jit_compile,
                 progress=self.progress,
                 strategy=self.strategy,
             )
+            loss = self._frozen_loss if self.strategy is None else self._replica_frozen_loss
+            if method == "bfgs":
+                result = minimize_bfgs(loss, self.variables, max_iterations, gtol=gtol, **shared)
+            else:
+                result = minimize_lbfgs(
+                    loss, self.variables, max_iterations, gtol=gtol, ftol=ftol, max_corrections=max_corrections, **shared
+                )
             terms = self._term_values()
             self._guard(float(result.fun), f"the end of L-BFGS ({result.message})", terms)
             if result.nit == 0:

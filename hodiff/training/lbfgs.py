@@ -94,20 +94,76 @@ def minimize_lbfgs(
       Byrd, Lu, Nocedal & Zhu (1995), "A limited memory algorithm for bound constrained
       optimization", SIAM J. Sci. Comput. 16.
     """
+    if not isinstance(max_iterations, int) or max_iterations < 1:
+        raise ValueError(f"minimize_lbfgs: max_iterations must be an int >= 1, got {max_iterations!r}.")
+    fun, x0, assign = flat_objective("minimize_lbfgs", loss_fn, variables, loss_scale, jit_compile, strategy)
+    variables = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
+    bar = tqdm(total=max_iterations, desc="L-BFGS", disable=not progress, unit="it")
+
+    def on_iteration(intermediate_result: scipy.optimize.OptimizeResult):
+        bar.update(1)
+        bar.set_postfix(loss=f"{intermediate_result.fun:.3e}")
+        if callback is not None:
+            assign(intermediate_result.x)
+            return callback(intermediate_result)
+        return None
+
+    options = {
+        "maxiter": max_iterations,
+        "maxfun": max_evaluations or int(1.25 * max_iterations) + 20,
+        "ftol": ftol,
+        "gtol": gtol,
+        "maxcor": max_corrections,
+    }
+    try:
+        result = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", callback=on_iteration, options=options)
+    finally:
+        bar.close()
+    assign(result.x)
+    if str(result.message).startswith("ABNORMAL"):
+        result.message = _line_search_failed(variables)
+        logger.warning("minimize_lbfgs: %s", result.message)
+    logger.info(
+        "L-BFGS stopped after %d iterations and %d evaluations, loss %.4e: %s",
+        result.nit,
+        result.nfev,
+        result.fun,
+        result.message,
+    )
+    return result
+
+
+def flat_objective(
+    caller: str,
+    loss_fn: Callable[[], tf.Tensor],
+    variables: keras.Model | Sequence[Any],
+    loss_scale: float,
+    jit_compile: bool,
+    strategy: tf.distribute.Strategy | None,
+) -> tuple[Callable[[np.ndarray], tuple[float, np.ndarray]], np.ndarray, Callable[[np.ndarray], None]]:
+    """The variables as one float64 vector: ``(fun, x0, assign)`` for a scipy-style minimiser.
+
+    ``fun(x)`` assigns ``x`` to the variables and returns the loss and its flat gradient (float64,
+    one compiled call; averaged over the replicas with ``strategy``), halving ``loss_scale`` while the
+    scaled gradient overflows; ``x0`` is the variables' current values; ``assign(x)`` sets them.
+    ``caller`` names the function in error messages.
+
+    Raises:
+      ValueError: no variables, a loss that does not depend on some, or a bad ``loss_scale``.
+      FloatingPointError: the loss or its gradient is not finite at ``x0``.
+    """
     variables = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
     if not variables:
         raise ValueError(
-            "minimize_lbfgs: there are no variables to optimise. A Keras model has no weights until it is "
+            f"{caller}: there are no variables to optimise. A Keras model has no weights until it is "
             "built: call it once or give it a keras.Input."
         )
-    if not isinstance(max_iterations, int) or max_iterations < 1:
-        raise ValueError(f"minimize_lbfgs: max_iterations must be an int >= 1, got {max_iterations!r}.")
     if not (np.isfinite(loss_scale) and loss_scale >= 1.0):
-        raise ValueError(f"minimize_lbfgs: loss_scale must be a finite number >= 1, got {loss_scale!r}.")
+        raise ValueError(f"{caller}: loss_scale must be a finite number >= 1, got {loss_scale!r}.")
     shapes = [tuple(v.shape) for v in variables]
     sizes = [int(np.prod(s)) for s in shapes]
 
-    def assign(flat: tf.Tensor) -> None:
+    def assign_tensor(flat: tf.Tensor) -> None:
         for v, part, shape in zip(variables, tf.split(flat, sizes), shapes):
             v.assign(tf.cast(tf.reshape(part, shape), v.dtype))
 
@@ -118,7 +174,7 @@ def minimize_lbfgs(
         grads = tape.gradient(scaled, variables)
         missing = [v.name for v, g in zip(variables, grads) if g is None]
         if missing:
-            raise ValueError(f"minimize_lbfgs: the loss does not depend on {missing}; leave them out of variables.")
+            raise ValueError(f"{caller}: the loss does not depend on {missing}; leave them out of variables.")
         gradient = tf.concat([tf.reshape(tf.cast(g, tf.float64), [-1]) for g in grads], 0) / scale
         return tf.cast(loss, tf.float64), gradient
 
@@ -126,7 +182,7 @@ def minimize_lbfgs(
 
         @tf.function(jit_compile=jit_compile, autograph=False)
         def value_and_gradient(flat, scale):
-            assign(flat)
+            assign_tensor(flat)
             return local_value_and_gradient(scale)
 
     else:
@@ -136,7 +192,7 @@ def minimize_lbfgs(
 
         @tf.function(autograph=False)
         def value_and_gradient(flat, scale):
-            assign(flat)  # cross-replica context: every replica's copy
+            assign_tensor(flat)  # cross-replica context: every replica's copy
             loss, gradient = strategy.run(replica_step, args=(scale,))
             mean = lambda value: strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
             return mean(loss), mean(gradient)
@@ -156,42 +212,10 @@ def minimize_lbfgs(
     loss0, gradient0 = fun(x0)
     if not (np.isfinite(loss0) and np.all(np.isfinite(gradient0))):
         raise FloatingPointError(
-            f"minimize_lbfgs: the loss is {loss0} with {int(np.sum(~np.isfinite(gradient0)))} non-finite "
+            f"{caller}: the loss is {loss0} with {int(np.sum(~np.isfinite(gradient0)))} non-finite "
             f"gradient entries at the starting point; fix the loss or the initial values first."
         )
-    bar = tqdm(total=max_iterations, desc="L-BFGS", disable=not progress, unit="it")
-
-    def on_iteration(intermediate_result: scipy.optimize.OptimizeResult):
-        bar.update(1)
-        bar.set_postfix(loss=f"{intermediate_result.fun:.3e}")
-        if callback is not None:
-            assign(tf.constant(intermediate_result.x, tf.float64))
-            return callback(intermediate_result)
-        return None
-
-    options = {
-        "maxiter": max_iterations,
-        "maxfun": max_evaluations or int(1.25 * max_iterations) + 20,
-        "ftol": ftol,
-        "gtol": gtol,
-        "maxcor": max_corrections,
-    }
-    try:
-        result = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", callback=on_iteration, options=options)
-    finally:
-        bar.close()
-    assign(tf.constant(result.x, tf.float64))
-    if str(result.message).startswith("ABNORMAL"):
-        result.message = _line_search_failed(variables)
-        logger.warning("minimize_lbfgs: %s", result.message)
-    logger.info(
-        "L-BFGS stopped after %d iterations and %d evaluations, loss %.4e: %s",
-        result.nit,
-        result.nfev,
-        result.fun,
-        result.message,
-    )
-    return result
+    return fun, x0, lambda flat: assign_tensor(tf.constant(flat, tf.float64))
 
 
 def _line_search_failed(variables: list) -> str:
