@@ -119,6 +119,28 @@ def test_training_lowers_the_loss_and_lbfgs_reports_why_it_stopped(caplog, tmp_p
     assert os.listdir(tmp_path / "tensorboard") and (tmp_path / "history.csv").exists()
 
 
+def test_dense_bfgs_phase_reaches_a_lower_loss_than_lbfgs_and_resumes_as_done(tmp_path, caplog):
+    """Trainer.lbfgs(method="bfgs"): the same phase (history rows, the stored result on resume) through
+    minimize_bfgs; on this small heat problem it ends below L-BFGS's loss after as many iterations."""
+    caplog.set_level(logging.INFO, logger="hodiff")
+    losses = {}
+    for method in ("lbfgs", "bfgs"):
+        run = trainer(str(tmp_path / method))
+        run.adam(20)
+        result = run.lbfgs(200, method=method)
+        losses[method] = result.fun
+        assert run.history[-1]["phase"] == "lbfgs" and run.history[-1]["loss"] == pytest.approx(result.fun, rel=1e-9)
+    assert "BFGS stopped after" in caplog.text
+    assert losses["bfgs"] < 0.5 * losses["lbfgs"], losses
+    again = trainer(str(tmp_path / "bfgs"), resume=True)
+    weights = [w.numpy().copy() for w in again.model.weights]
+    assert again.lbfgs(200, method="bfgs").nit == result.nit  # the stored result; nothing trained
+    for before, after in zip(weights, again.model.weights):
+        np.testing.assert_array_equal(before, after.numpy())
+    with pytest.raises(ValueError, match="method must be 'lbfgs' or 'bfgs', got 'newton'"):
+        again.lbfgs(10, method="newton")
+
+
 def test_without_xla_the_trainer_trains_graphs_as_xla_does():
     """Schedule(jit_compile=False) reaches Adam's steps and L-BFGS: a residual with an op XLA cannot compile
     (a numpy function) trains, and in float64 its run equals the XLA-compiled one of the same residual."""
