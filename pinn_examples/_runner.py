@@ -576,7 +576,11 @@ def _window_trainer(example: Example, settings: Settings, args: argparse.Namespa
             not args.no_progress, None, example.diagnose, output.settings,
         )  # fmt: skip
         trainer.adam(settings.adam_steps)
-        results.append(trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton) if settings.lbfgs_iterations else None)
+        results.append(
+            trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton)
+            if settings.lbfgs_iterations
+            else None
+        )
         return trainer
 
     return train
@@ -687,7 +691,9 @@ def fit(
         trainer.run_info["initial_relative_l2_error"] = initial_error(trainer) if untrained else None
         trainer.save_run_info()
     trainer.adam(settings.adam_steps)
-    result = trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton) if settings.lbfgs_iterations else None
+    result = (
+        trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton) if settings.lbfgs_iterations else None
+    )
     return trainer, result, {}
 
 

@@ -101,7 +101,13 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": Settings(
-            interior=6144, adam_steps=1000, lbfgs_iterations=5000, quasi_newton="bfgs", width=40, depth=4, dtype="float64"
+            interior=6144,
+            adam_steps=1000,
+            lbfgs_iterations=5000,
+            quasi_newton="bfgs",
+            width=40,
+            depth=4,
+            dtype="float64",
         ),
         "fast": Settings(
             xla=False, interior=256, adam_steps=100, lbfgs_iterations=30, width=16, depth=2, checkpoint_every=100

@@ -16,7 +16,7 @@ def textbook_bfgs(fun, x, iterations, scaling):
     value, gradient = fun(x)
     previous = value + np.linalg.norm(gradient) / 2
     path = []
-    for k in range(1, iterations + 1):
+    for _ in range(iterations):
         direction = -inverse_hessian @ gradient
         step, *_, new_value, _, _ = scipy.optimize.line_search(
             lambda p: fun(p)[0], lambda p: fun(p)[1], x, direction, gradient, value, previous

@@ -531,3 +531,14 @@ def test_only_the_chief_writes_to_output(config, expected, monkeypatch):
     else:
         monkeypatch.setenv("TF_CONFIG", json.dumps(config))
     assert worker_output("out") == expected
+
+
+def test_quasi_newton_flag_runs_dense_bfgs_after_adam(tmp_path, caplog):
+    """--quasi-newton bfgs: the phase after Adam is minimize_bfgs, logged and counted like L-BFGS's."""
+    caplog.set_level("INFO", logger="hodiff")
+    output = tmp_path / "bfgs"
+    assert run_example(heat.EXAMPLE, [*TINY, "--quasi-newton", "bfgs", "--output", str(output)]) == TARGET_MISSED
+    metrics = metrics_of(output)
+    assert metrics["settings"]["quasi_newton"] == "bfgs" and metrics["lbfgs_iterations"] >= 1
+    assert "BFGS stopped after" in caplog.text and "L-BFGS stopped after" not in caplog.text
+    assert history_rows(output)[-1]["phase"] == "lbfgs"

@@ -481,7 +481,13 @@ class Trainer:
                 result = minimize_bfgs(loss, self.variables, max_iterations, gtol=gtol, **shared)
             else:
                 result = minimize_lbfgs(
-                    loss, self.variables, max_iterations, gtol=gtol, ftol=ftol, max_corrections=max_corrections, **shared
+                    loss,
+                    self.variables,
+                    max_iterations,
+                    gtol=gtol,
+                    ftol=ftol,
+                    max_corrections=max_corrections,
+                    **shared,
                 )
             terms = self._term_values()
             self._guard(float(result.fun), f"the end of L-BFGS ({result.message})", terms)

@@ -6,7 +6,8 @@
 - :mod:`hodiff.training.monitor`: gradient statistics and TensorBoard summaries;
 - :mod:`hodiff.training.multitask`: merging the gradients of several losses (PCGrad, ...);
 - :mod:`hodiff.training.penalties`: penalties on input gradients (WGAN-GP, saliency, FGSM);
-- :mod:`hodiff.training.lbfgs`: :func:`minimize_lbfgs`, scipy's L-BFGS-B on Keras variables.
+- :mod:`hodiff.training.lbfgs`: :func:`minimize_lbfgs`, scipy's L-BFGS-B on Keras variables;
+- :mod:`hodiff.training.bfgs`: :func:`minimize_bfgs`, self-scaled BFGS with a dense inverse Hessian.
 
 Example:
   ```python
@@ -19,8 +20,21 @@ Example:
   ```
 """
 
-from hodiff.training import lbfgs, monitor, multitask, penalties, stable, step, transforms
+from hodiff.training import bfgs, lbfgs, monitor, multitask, penalties, stable, step, transforms
+from hodiff.training.bfgs import minimize_bfgs
 from hodiff.training.lbfgs import minimize_lbfgs
 from hodiff.training.step import TrainStep
 
-__all__ = ["TrainStep", "lbfgs", "minimize_lbfgs", "monitor", "multitask", "penalties", "stable", "step", "transforms"]
+__all__ = [
+    "TrainStep",
+    "bfgs",
+    "lbfgs",
+    "minimize_bfgs",
+    "minimize_lbfgs",
+    "monitor",
+    "multitask",
+    "penalties",
+    "stable",
+    "step",
+    "transforms",
+]

@@ -33,7 +33,6 @@ import numpy as np
 import scipy.linalg.blas
 import scipy.optimize
 import tensorflow as tf
-
 from tqdm.auto import tqdm
 
 from hodiff.training.lbfgs import flat_objective
@@ -118,7 +117,13 @@ def minimize_bfgs(
         bar.close()
     assign(result.x)
     log = logger.warning if result.message.startswith("line search") else logger.info
-    log("BFGS stopped after %d iterations and %d evaluations, loss %.4e: %s", result.nit, result.nfev, result.fun, result.message)
+    log(
+        "BFGS stopped after %d iterations and %d evaluations, loss %.4e: %s",
+        result.nit,
+        result.nfev,
+        result.fun,
+        result.message,
+    )
     return result
 
 
@@ -207,7 +212,10 @@ def self_scaled_bfgs(
                 previous_value,
             )
         if step is None:
-            message, iterations = "line search failed: no step along the BFGS direction met the Wolfe conditions", iterations - 1
+            message, iterations = (
+                "line search failed: no step along the BFGS direction met the Wolfe conditions",
+                iterations - 1,
+            )
             break
         s = step * direction
         new_x = x + s
