@@ -56,6 +56,15 @@ def test_rosenbrock_converges_in_about_scipys_iterations(scaling):
     assert result.nit <= 1.2 * reference.nit
 
 
+def test_where_the_wolfe_search_fails_backtracking_still_descends(monkeypatch):
+    """A first step along -g far too long for the Wolfe search's zoom (as a PINN window's loss of 10 with
+    large gradients met): Armijo backtracking takes over, and the run converges."""
+    monkeypatch.setattr(scipy.optimize, "line_search", lambda *args, **kwargs: (None,) * 6)
+    result = self_scaled_bfgs(rosenbrock, np.zeros(4), max_iterations=3000, gtol=1e-6)
+    assert result.success
+    np.testing.assert_allclose(result.x, 1.0, atol=1e-4)
+
+
 def test_an_ill_conditioned_quadratic_is_solved():
     rng = np.random.default_rng(0)
     basis = np.linalg.qr(rng.normal(size=(40, 40)))[0]

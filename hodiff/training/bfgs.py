@@ -138,8 +138,8 @@ def self_scaled_bfgs(
     """Minimises ``fun`` (value and gradient of a float64 vector) by BFGS with a dense inverse Hessian.
 
     Each iteration steps along ``-H g`` with scipy's strong-Wolfe line search
-    (:func:`scipy.optimize.line_search`, ``c1 = 1e-4``, ``c2 = 0.9``), then updates ``H``, starting
-    from the identity. With ``scaling="al-baali"`` every update first divides ``H`` by
+    (:func:`scipy.optimize.line_search`, ``c1 = 1e-4``, ``c2 = 0.9``; where it fails, Armijo
+    backtracking from a step of length at most 1), then updates ``H``, starting from the identity. With ``scaling="al-baali"`` every update first divides ``H`` by
     ``tau = min(1, 1 / b)``, ``b = -alpha (s.g) / (s.y)`` (Al-Baali, Spedicato & Maggioni 2014): when
     the step was short for the curvature met along it, ``H`` grows, so its eigenvalues do not lag
     behind a loss whose curvature falls as it does; ``"none"`` is textbook BFGS (scipy's
@@ -211,9 +211,11 @@ def self_scaled_bfgs(
                 value,
                 previous_value,
             )
+        if step is None:  # e.g. a first step along -g far too long for the zoom's 10 tries
+            step, new_value = _backtrack(lambda point: evaluate(point)[0], x, direction, value, gradient)
         if step is None:
             message, iterations = (
-                "line search failed: no step along the BFGS direction met the Wolfe conditions",
+                "line search failed: no step along the BFGS direction lowered the loss",
                 iterations - 1,
             )
             break
@@ -241,3 +243,20 @@ def self_scaled_bfgs(
     return scipy.optimize.OptimizeResult(
         x=x, fun=value, jac=gradient, nit=iterations, nfev=count[0], success=success, message=message
     )
+
+
+def _backtrack(
+    value_at: Callable[[np.ndarray], float], x: np.ndarray, direction: np.ndarray, value: float, gradient: np.ndarray
+) -> tuple[float | None, float]:
+    """Armijo backtracking (``c1 = 1e-4``), from the step that moves ``x`` by at most 1 in norm, halved up to
+    60 times: ``(step, value there)``, or ``(None, value)`` when no step lowers the loss enough."""
+    slope = float(gradient @ direction)
+    if not slope < 0:
+        return None, value
+    step = min(1.0, 1.0 / float(np.linalg.norm(direction)))
+    for _ in range(60):
+        candidate = value_at(x + step * direction)
+        if np.isfinite(candidate) and candidate <= value + 1e-4 * step * slope:
+            return step, candidate
+        step /= 2
+    return None, value
