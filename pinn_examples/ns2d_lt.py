@@ -260,6 +260,7 @@ EXAMPLE = Example(
             interior=2560,
             adam_steps=800,
             lbfgs_iterations=300,
+            quasi_newton="bfgs",
             width=32,
             depth=4,
             dtype="float64",
