@@ -139,7 +139,8 @@ def self_scaled_bfgs(
 
     Each iteration steps along ``-H g`` with scipy's strong-Wolfe line search
     (:func:`scipy.optimize.line_search`, ``c1 = 1e-4``, ``c2 = 0.9``; where it fails, Armijo
-    backtracking from a step of length at most 1), then updates ``H``, starting from the identity. With ``scaling="al-baali"`` every update first divides ``H`` by
+    backtracking from a step of length at most 1), then updates ``H``, starting from the identity.
+    With ``scaling="al-baali"`` every update first divides ``H`` by
     ``tau = min(1, 1 / b)``, ``b = -alpha (s.g) / (s.y)`` (Al-Baali, Spedicato & Maggioni 2014): when
     the step was short for the curvature met along it, ``H`` grows, so its eigenvalues do not lag
     behind a loss whose curvature falls as it does; ``"none"`` is textbook BFGS (scipy's
