@@ -469,7 +469,7 @@ class Trainer:
         loss_scale = float(self.optimizer.dynamic_scale.numpy()) if self.mixed else 1.0
         self.clock.start()
         try:
-            shared = dict(
+            shared: dict[str, Any] = dict(
                 callback=callback,
                 loss_scale=loss_scale,
                 jit_compile=self.schedule.jit_compile,

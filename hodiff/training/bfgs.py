@@ -194,7 +194,7 @@ def self_scaled_bfgs(
     matrix = np.asfortranarray(np.eye(x.size))
     factor = 1.0
     value, gradient = evaluate(x)
-    previous_value = value + np.linalg.norm(gradient) / 2  # scipy's BFGS: a first trial step of about 1
+    previous_value = value + float(np.linalg.norm(gradient)) / 2  # scipy's BFGS: a first trial step of about 1
     message, success, iterations = "maximum number of iterations reached", False, 0
     for iterations in range(1, max_iterations + 1):
         if np.max(np.abs(gradient)) < gtol:
