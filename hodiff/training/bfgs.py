@@ -33,9 +33,8 @@ import numpy as np
 import scipy.linalg.blas
 import scipy.optimize
 import tensorflow as tf
-from tqdm.auto import tqdm
 
-from hodiff.training.lbfgs import flat_objective
+from hodiff.training.lbfgs import flat_objective, iteration_progress, variable_list
 
 __all__ = ["SCALINGS", "minimize_bfgs", "self_scaled_bfgs"]
 
@@ -94,7 +93,7 @@ def minimize_bfgs(
         raise ValueError(f"minimize_bfgs: max_iterations must be an int >= 1, got {max_iterations!r}.")
     if scaling not in SCALINGS:
         raise ValueError(f"minimize_bfgs: scaling must be one of {SCALINGS}, got {scaling!r}.")
-    weights = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
+    weights = variable_list(variables)
     size = sum(int(np.prod(v.shape)) for v in weights)
     if size > MAX_PARAMETERS:
         raise ValueError(
@@ -102,19 +101,8 @@ def minimize_bfgs(
             f"BFGS takes at most {MAX_PARAMETERS}. Use minimize_lbfgs (limited memory) for this model."
         )
     fun, x0, assign = flat_objective("minimize_bfgs", loss_fn, weights, loss_scale, jit_compile, strategy)
-    bar = tqdm(total=max_iterations, desc="BFGS", disable=not progress, unit="it")
-
-    def on_iteration(intermediate_result: scipy.optimize.OptimizeResult):
-        bar.update(1)
-        bar.set_postfix(loss=f"{intermediate_result.fun:.3e}")
-        if callback is not None:
-            assign(intermediate_result.x)
-            callback(intermediate_result)
-
-    try:
+    with iteration_progress("BFGS", max_iterations, progress, assign, callback) as on_iteration:
         result = self_scaled_bfgs(fun, x0, max_iterations, gtol=gtol, scaling=scaling, callback=on_iteration)
-    finally:
-        bar.close()
     assign(result.x)
     log = logger.warning if result.message.startswith("line search") else logger.info
     log(

@@ -25,8 +25,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import keras
@@ -96,18 +97,8 @@ def minimize_lbfgs(
     """
     if not isinstance(max_iterations, int) or max_iterations < 1:
         raise ValueError(f"minimize_lbfgs: max_iterations must be an int >= 1, got {max_iterations!r}.")
+    variables = variable_list(variables)
     fun, x0, assign = flat_objective("minimize_lbfgs", loss_fn, variables, loss_scale, jit_compile, strategy)
-    variables = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
-    bar = tqdm(total=max_iterations, desc="L-BFGS", disable=not progress, unit="it")
-
-    def on_iteration(intermediate_result: scipy.optimize.OptimizeResult):
-        bar.update(1)
-        bar.set_postfix(loss=f"{intermediate_result.fun:.3e}")
-        if callback is not None:
-            assign(intermediate_result.x)
-            return callback(intermediate_result)
-        return None
-
     options = {
         "maxiter": max_iterations,
         "maxfun": max_evaluations or int(1.25 * max_iterations) + 20,
@@ -115,10 +106,8 @@ def minimize_lbfgs(
         "gtol": gtol,
         "maxcor": max_corrections,
     }
-    try:
+    with iteration_progress("L-BFGS", max_iterations, progress, assign, callback) as on_iteration:
         result = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", callback=on_iteration, options=options)
-    finally:
-        bar.close()
     assign(result.x)
     if str(result.message).startswith("ABNORMAL"):
         result.message = _line_search_failed(variables)
@@ -131,6 +120,37 @@ def minimize_lbfgs(
         result.message,
     )
     return result
+
+
+def variable_list(variables: keras.Model | Sequence[Any]) -> list:
+    """A Keras model's trainable variables, or the given variables, as a list."""
+    return list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
+
+
+@contextlib.contextmanager
+def iteration_progress(
+    name: str,
+    max_iterations: int,
+    progress: bool,
+    assign: Callable[[np.ndarray], None],
+    callback: Callable[[scipy.optimize.OptimizeResult], Any] | None,
+) -> Iterator[Callable[[scipy.optimize.OptimizeResult], Any]]:
+    """The per-iteration hook of a scipy-style minimiser: a tqdm bar (closed on exit) and the caller's
+    ``callback``, run with the variables set to the iterate (``assign(x)``)."""
+    bar = tqdm(total=max_iterations, desc=name, disable=not progress, unit="it")
+
+    def on_iteration(intermediate_result: scipy.optimize.OptimizeResult) -> Any:
+        bar.update(1)
+        bar.set_postfix(loss=f"{intermediate_result.fun:.3e}")
+        if callback is None:
+            return None
+        assign(intermediate_result.x)
+        return callback(intermediate_result)
+
+    try:
+        yield on_iteration
+    finally:
+        bar.close()
 
 
 def flat_objective(
@@ -152,7 +172,7 @@ def flat_objective(
       ValueError: no variables, a loss that does not depend on some, or a bad ``loss_scale``.
       FloatingPointError: the loss or its gradient is not finite at ``x0``.
     """
-    variables = list(variables.trainable_variables if isinstance(variables, keras.Model) else variables)
+    variables = variable_list(variables)
     if not variables:
         raise ValueError(
             f"{caller}: there are no variables to optimise. A Keras model has no weights until it is "
