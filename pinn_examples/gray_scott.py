@@ -13,7 +13,8 @@ radius about 0.15 and width a few hundredths; outside ``[-0.5, 0.5]^2`` nothing 
 - time-marching in ``--time-windows`` windows, each network seeing its window's time over the whole input
   range (``TimeWindows(local_time=True)``: the time scaled as ``(t - t_k) / L``), each window starting from
   the cosine series of the one before on a ``--restart-grid`` grid of the box (every window costs the same);
-- the modified MLP, float64, Adam then L-BFGS in each window.
+- the modified MLP, float64, Adam with the points redrawn by the residual every 100 steps, then
+  self-scaled BFGS, in each window.
 
 The error is PINNacle's L2RE over ``(u, v)`` together and per field at 20,000 fixed points uniform in the
 space-time box, against the cosine pseudo-spectral reference (own error below 1e-5); ``field.png`` shows the
@@ -221,9 +222,11 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": GrayScottSettings(
-            interior=2048,
-            adam_steps=1000,
+            interior=3072,
+            adam_steps=600,
             lbfgs_iterations=200,
+            quasi_newton="bfgs",
+            resample_every=100,
             width=48,
             depth=4,
             dtype="float64",
