@@ -15,8 +15,9 @@ Sankaran & Perdikaris 2024 solved this setup on a GPU):
 - ``u_xxxx`` taken directly by nested tapes (``--split`` solves for ``u`` and ``v = u_xx`` with
   second derivatives only: cheaper, but 60 times less accurate here);
 - the modified MLP with random weight factorisation, float64, residual-based resampling every
-  100 Adam steps, Adam then L-BFGS in each window. Causal weights (``--causal-epsilon``) are off:
-  their stop-gradient makes L-BFGS's line search fail at once.
+  100 Adam steps, Adam then self-scaled BFGS in each window (``--quasi-newton bfgs``: 7x less error
+  than L-BFGS over the first two windows, at the same cost). Causal weights (``--causal-epsilon``) are
+  off: their stop-gradient makes the quasi-Newton line search fail at once.
 
 Reference: Fourier pseudo-spectral ETDRK4 (Kassam & Trefethen 2005) on 512 modes, self-converged
 to ~1e-8 (tests). The error is PINNacle's L2RE on a 256 x 101 grid over the whole ``(x, t)``
@@ -162,6 +163,7 @@ EXAMPLE = Example(
             interior=1024,
             adam_steps=200,
             lbfgs_iterations=200,
+            quasi_newton="bfgs",
             width=32,
             depth=4,
             dtype="float64",
