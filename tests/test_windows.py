@@ -61,6 +61,21 @@ def test_each_window_starts_exactly_where_the_window_before_ends(dtype):
         np.testing.assert_allclose(predicted[i], expected, atol=tolerance)
 
 
+def test_many_windows_predict_without_the_retracing_warning(caplog):
+    windows = pinn.TimeWindows(7, initial=lambda x: tf.sin(np.pi * x["x"]), transform=hard_boundary)
+    model = pinn.mlp(DOMAIN, width=4, depth=1, dtype="float64", seed=1)
+    previous, solutions = None, []
+    for k in range(7):  # one closure per window, all of the same code (Problem.solution's)
+        previous = windows.problem(heat(), k, previous).solution(pinn.windows.freeze(model))
+        solutions.append(previous)
+    marching = pinn.Marching(heat(), windows, solutions)
+    times = (np.arange(7) + 0.5) / 7
+    with caplog.at_level("WARNING"):
+        predicted = marching.predict(np.stack([np.full(7, 0.4), times], 1))
+    assert predicted.shape == (7, 1) and np.all(np.isfinite(predicted))
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()]
+
+
 def test_causal_weights_act_inside_each_window():
     causal = pinn.CausalWeights(epsilon=2.0, bins=4)
     window = WINDOWS.problem(heat(causal), 1, lambda points: tf.zeros_like(points[:, :1]))

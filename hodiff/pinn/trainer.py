@@ -223,7 +223,7 @@ class Trainer:
                 "resumed from %s at Adam step %d%s",
                 self.run_log.restored,
                 int(self.adam_steps.numpy()),
-                ", L-BFGS done" if self.clock.lbfgs else "",
+                ", quasi-Newton phase done" if self.clock.lbfgs else "",
             )
 
     def _own_settings(self, learning_rate: Any, steps_per_call: int) -> dict[str, Any]:
@@ -443,11 +443,12 @@ class Trainer:
         """
         if method not in ("lbfgs", "bfgs"):
             raise ValueError(f"Trainer.lbfgs: method must be 'lbfgs' or 'bfgs', got {method!r}.")
+        name = "BFGS" if method == "bfgs" else "L-BFGS"  # for the messages
         if self.clock.lbfgs is not None:
             x = np.concatenate([np.ravel(v.numpy()).astype(np.float64) for v in self.variables])
             return scipy.optimize.OptimizeResult(x=x, **self.clock.lbfgs)
         terms = self._term_values()
-        self._guard(self._weighted(terms), "the start of L-BFGS", terms)
+        self._guard(self._weighted(terms), f"the start of {name}", terms)
         for hook in self.callbacks:
             hook.on_phase_begin(self, "lbfgs")
         base = int(self.adam_steps.numpy())
@@ -490,10 +491,10 @@ class Trainer:
                     **shared,
                 )
             terms = self._term_values()
-            self._guard(float(result.fun), f"the end of L-BFGS ({result.message})", terms)
+            self._guard(float(result.fun), f"the end of {name} ({result.message})", terms)
             if result.nit == 0:
                 logger.warning(
-                    "L-BFGS stopped without taking an iteration (%s); it does not count as done.", result.message
+                    "%s stopped without taking an iteration (%s); it does not count as done.", name, result.message
                 )
                 return result
             if logged[0] != base + result.nit:
@@ -515,7 +516,7 @@ class Trainer:
             self._in_lbfgs = False
         for hook in self.callbacks:
             hook.on_phase_end(self, "lbfgs", result)
-        self._warn_if_trivial("L-BFGS")
+        self._warn_if_trivial(name)
         return result
 
     def _initial_scales(self, interior: np.ndarray) -> dict[str, tuple[str, float]]:
@@ -588,7 +589,7 @@ class Trainer:
         if phase != "adam":
             for callback in self.callbacks:
                 if callback.on_log(self, row) == "stop" or self.stop_training:
-                    logger.info("%s asked to stop during L-BFGS; L-BFGS runs on.", type(callback).__name__)
+                    logger.info("%s asked to stop during the quasi-Newton phase; it runs on.", type(callback).__name__)
                     self.stop_training = False
         return row
 

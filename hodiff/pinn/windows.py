@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -283,8 +284,11 @@ class Marching:
     dtype: Any = tf.float64
 
     def __post_init__(self):
+        # functools.partial: TensorFlow counts retracings per code object, which every window's solution
+        # closure shares, and warns of "excessive retracing" from the sixth window on.
         self._compiled = [
-            tf.function(s, jit_compile=True, reduce_retracing=True, autograph=False) for s in self.solutions
+            tf.function(functools.partial(s), jit_compile=True, reduce_retracing=True, autograph=False)
+            for s in self.solutions
         ]
 
     def predict(self, points: Any, batch: int = 65536) -> np.ndarray:
