@@ -44,7 +44,7 @@ from pinn_examples.gray_scott_reference import (
     gray_scott_spectral,
     picture_points,
 )
-from pinn_examples.scattered import ScatteredExample, run
+from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 FIELDS = ("u", "v")
 
@@ -180,21 +180,13 @@ def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS,
     """The trained run in ``output`` (``--evaluate``) and the reference on a ``side x side`` grid of
     ``[-0.4, 0.4]^2`` at ``times`` (multiples of the reference's step): one row per time with, for ``u`` and ``v``,
     the prediction, the reference and the error, written to ``path``; returns the largest absolute error."""
-    import os
-    import tempfile
-
     import matplotlib.pyplot as plt
 
     axis = np.linspace(-PICTURE_HALF, PICTURE_HALF, side)
     gx, gy = (g.ravel() for g in np.meshgrid(axis, axis, indexing="ij"))
     points = np.concatenate([np.column_stack([gx, gy, np.full_like(gx, t)]) for t in times])
     exact = gray_scott_spectral(REFERENCE_N, REFERENCE_DT, points).reshape(len(times), side, side, 2)
-    with tempfile.TemporaryDirectory() as directory:
-        saved = os.path.join(directory, "points.npy")
-        np.save(saved, points)
-        if main(["--output", output, "--evaluate", saved]) != 0:
-            raise RuntimeError(f"plot_over_time: evaluating the run in {output} failed.")
-    evaluation = np.load(os.path.join(output, "evaluation.npz"))
+    evaluation = evaluate_run(SCATTERED, output, points)
     predicted = np.stack([evaluation[name] for name in FIELDS], axis=-1).reshape(exact.shape)
     figure, grid = plt.subplots(len(times), 6, figsize=(19, 2.9 * len(times)), squeeze=False)
     extent = (-PICTURE_HALF, PICTURE_HALF, -PICTURE_HALF, PICTURE_HALF)
@@ -224,7 +216,7 @@ EXAMPLE = Example(
         "default": GrayScottSettings(
             interior=3072,
             adam_steps=600,
-            lbfgs_iterations=200,
+            lbfgs_iterations=300,
             quasi_newton="bfgs",
             resample_every=100,
             width=48,

@@ -53,7 +53,7 @@ from pinn_examples.heat2d_cg_reference import (
     heat_fem,
     picture_axes,
 )
-from pinn_examples.scattered import ScatteredExample, run
+from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 
 @dataclasses.dataclass
@@ -206,9 +206,6 @@ def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS)
     (times of the reference's time mesh): one row per time with the prediction, the reference and the
     error, written to ``path``; returns the largest absolute error.
     """
-    import os
-    import tempfile
-
     import matplotlib.pyplot as plt
 
     axes = picture_axes()
@@ -216,14 +213,8 @@ def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS)
     inside = distance_to_circles(x, y) >= 0
     nodes, triangles, u = heat_fem(REFERENCE_N, REFERENCE_STEPS, times)
     exact = at_points(nodes, triangles, u, np.stack([x[inside], y[inside]], axis=1))
-    with tempfile.TemporaryDirectory() as directory:
-        points = os.path.join(directory, "points.npy")
-        np.save(
-            points, np.concatenate([np.column_stack([x[inside], y[inside], np.full(inside.sum(), t)]) for t in times])
-        )
-        if main(["--output", output, "--evaluate", points]) != 0:
-            raise RuntimeError(f"plot_over_time: evaluating the run in {output} failed.")
-    predicted = np.load(os.path.join(output, "evaluation.npz"))["u"].reshape(len(times), -1)
+    points = np.concatenate([np.column_stack([x[inside], y[inside], np.full(inside.sum(), t)]) for t in times])
+    predicted = evaluate_run(SCATTERED, output, points)["u"].reshape(len(times), -1)
     figure, grid = plt.subplots(len(times), 3, figsize=(9, 3.4 * len(times)), squeeze=False)
     shape = (len(axes["x"]), len(axes["y"]))
     for row, t in enumerate(times):

@@ -41,7 +41,7 @@ from pinn_examples.heat2d_lt_reference import (
     heat2d_lt_spectral,
     picture_points,
 )
-from pinn_examples.scattered import ScatteredExample, run
+from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 WALL_SCALE = 16.0  # x (1 - x) y (1 - y) is at most 1/16
 
@@ -157,21 +157,13 @@ def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS,
     """The trained run in ``output`` (``--evaluate``) and the reference on a ``side x side`` grid at ``times``
     (multiples of the reference's step): one row per time with the prediction, the reference and the error,
     written to ``path``; returns the largest absolute error."""
-    import os
-    import tempfile
-
     import matplotlib.pyplot as plt
 
     axis = np.linspace(0.0, 1.0, side)
     gx, gy = (g.ravel() for g in np.meshgrid(axis, axis, indexing="ij"))
     points = np.concatenate([np.column_stack([gx, gy, np.full_like(gx, t)]) for t in times])
     exact = heat2d_lt_spectral(REFERENCE_N, REFERENCE_DT, points).reshape(len(times), side, side)
-    with tempfile.TemporaryDirectory() as directory:
-        saved = os.path.join(directory, "points.npy")
-        np.save(saved, points)
-        if main(["--output", output, "--evaluate", saved]) != 0:
-            raise RuntimeError(f"plot_over_time: evaluating the run in {output} failed.")
-    predicted = np.load(os.path.join(output, "evaluation.npz"))["u"].reshape(len(times), side, side)
+    predicted = evaluate_run(SCATTERED, output, points)["u"].reshape(len(times), side, side)
     figure, grid = plt.subplots(len(times), 3, figsize=(10, 3.1 * len(times)), squeeze=False)
     for row, t in enumerate(times):
         worst = max(np.abs(predicted[row] - exact[row]).max(), 1e-12)

@@ -42,7 +42,7 @@ import numpy as np
 from pinn_examples._runner import Example, Settings, field_errors, setting
 from pinn_examples.cavity_reference import NU
 from pinn_examples.ns2d_lt_reference import END, LENGTH, SNAPSHOTS, ns2d_lt_reference, picture_points
-from pinn_examples.scattered import ScatteredExample, run
+from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 FIELDS = ("u", "v", "p")
 OUTLET_POINTS = 512  # per window
@@ -217,9 +217,6 @@ def scores(trainer) -> dict:
 def plot_over_time(output: str, path: str) -> float:
     """The trained run in ``output`` (``--evaluate``) against the reference at :data:`SNAPSHOTS`: one row per time
     with ``u``, ``v``, ``p`` of the PINN and their errors, written to ``path``; returns the largest error in u."""
-    import os
-    import tempfile
-
     import matplotlib.pyplot as plt
 
     from pinn_examples.ns2d_lt_reference import snapshot_points
@@ -227,12 +224,7 @@ def plot_over_time(output: str, path: str) -> float:
     axes, points = snapshot_points()
     shape = (len(SNAPSHOTS), len(axes["x"]), len(axes["y"]))
     exact = ns2d_lt_reference()
-    with tempfile.TemporaryDirectory() as directory:
-        saved = os.path.join(directory, "points.npy")
-        np.save(saved, points)
-        if main(["--output", output, "--evaluate", saved]) != 0:
-            raise RuntimeError(f"plot_over_time: evaluating the run in {output} failed.")
-    evaluated = np.load(os.path.join(output, "evaluation.npz"))
+    evaluated = evaluate_run(SCATTERED, output, points)
     predicted = {name: evaluated[name].reshape(shape) for name in FIELDS}
     figure, grid = plt.subplots(len(SNAPSHOTS), 6, figsize=(24, 2.4 * len(SNAPSHOTS)), squeeze=False)
     extent = (0.0, LENGTH, 0.0, 1.0)

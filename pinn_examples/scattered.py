@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import resource
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +49,25 @@ def predict(trainer: Any, points: np.ndarray) -> dict[str, np.ndarray]:
     """``{field: (N,)}`` float64 predictions of the trained model at ``points``."""
     values = trainer.predict(points).astype(np.float64)
     return {name: values[:, i] for i, name in enumerate(trainer.problem.fields)}
+
+
+def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -> dict[str, np.ndarray]:
+    """The trained run in ``output`` at ``points`` ``(N, d)``, through ``--evaluate`` as a user asks for it.
+
+    Returns:
+      the arrays of the ``evaluation.npz`` it writes in ``output``: ``points``, one ``(N,)`` per field,
+      ``checkpoint`` and ``step``.
+
+    Raises:
+      RuntimeError: the evaluation failed (the runner has said why).
+    """
+    with tempfile.TemporaryDirectory() as directory:
+        saved = os.path.join(directory, "points.npy")
+        np.save(saved, points)
+        if run(scattered, ["--output", output, "--evaluate", saved]) != 0:
+            raise RuntimeError(f"{scattered.example.name}: evaluating the run in {output} failed.")
+    with np.load(os.path.join(output, "evaluation.npz")) as evaluation:
+        return {name: evaluation[name] for name in evaluation.files}
 
 
 def peak_memory_mib() -> float:
