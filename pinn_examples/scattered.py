@@ -52,7 +52,12 @@ def predict(trainer: Any, points: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -> dict[str, np.ndarray]:
-    """The trained run in ``output`` at ``points`` ``(N, d)``, through ``--evaluate`` as a user asks for it.
+    """The trained run in ``output`` at ``points``, through ``--evaluate`` as a user asks for it.
+
+    Args:
+      scattered: the example the run belongs to.
+      output: the run's ``--output`` directory.
+      points: ``(N, d)``, columns in the domain's coordinate order.
 
     Returns:
       the arrays of the ``evaluation.npz`` it writes in ``output``: ``points``, one ``(N,)`` per field,
