@@ -60,6 +60,9 @@ class ChannelSettings(Settings):
     restart_nodes: int = setting(
         RESTART_NODES, "each window starts from the Chebyshev series of the one before on these nodes a side; 0: off"
     )
+    stream_function: bool = setting(
+        True, "the network's velocity from a stream function (pinn.StreamFunction): continuity exact"
+    )
 
 
 def inflow(t):
@@ -90,15 +93,16 @@ def initial(x):
     return tf.zeros_like(x["x"])[:, None] * np.zeros((1, 3))
 
 
-def hard_transform(length: float, lift: bool, scale: float):
-    """The window's ``(u, v, p)`` from the network's outputs (see the module's docstring)."""
+def hard_transform(length: float, lift: bool, scale: float, stream: bool):
+    """The window's ``(u, v, p)`` from the network's outputs (see the module's docstring); with ``stream`` the
+    network's velocity vanishes at the inlet and the walls already (its stream function's envelope)."""
     import tensorflow as tf
 
     def transform(x, outputs, start, previous):
         s, y, t = x["x"][:, None], x["y"][:, None], x["t"][:, None]
         g, rate = inflow(t)
         profile = tf.sin(np.pi * y)
-        distance = 0.5 * s * 4.0 * y * (1.0 - y) * (t - start) / length
+        distance = (t - start) / length if stream else 0.5 * s * 4.0 * y * (1.0 - y) * (t - start) / length
         g_start = float(np.sin(np.pi * start) + np.sin(3.0 * np.pi * start) + np.sin(5.0 * np.pi * start))
         drop = (LENGTH - s) * (2.0 / np.pi) * rate if lift else tf.zeros_like(s)
         dtype = outputs.dtype.as_numpy_dtype
@@ -126,7 +130,9 @@ def windows(settings: ChannelSettings, end: float = END):
     if settings.restart_nodes:
         x, y = pinn.Chebyshev(0.0, LENGTH, settings.restart_nodes), pinn.Chebyshev(0.0, 1.0, settings.restart_nodes)
         restart = pinn.SeriesRestart(channel(end), {"x": x, "y": y}, settings.dtype)
-    transform = hard_transform(end / settings.time_windows, settings.pressure_lift, settings.pressure_scale)
+    transform = hard_transform(
+        end / settings.time_windows, settings.pressure_lift, settings.pressure_scale, settings.stream_function
+    )
     return pinn.TimeWindows(settings.time_windows, initial, transform, restart, local_time=True)
 
 
@@ -174,13 +180,15 @@ def build(settings: ChannelSettings, end: float = END):
     )
     model = pinn.mlp(
         domain,
-        outputs=3,
+        outputs=2 if settings.stream_function else 3,
         width=settings.width,
         depth=settings.depth,
         dtype=settings.dtype,
         seed=settings.seed,
         architecture=settings.architecture,
     )
+    if settings.stream_function:  # psi's envelope: psi and its normal derivative vanish at the inlet and the walls
+        model = pinn.StreamFunction(model, domain, ("x", "y"), walls={"x": (2, 0), "y": (2, 2)})
     return problem, model
 
 
@@ -249,16 +257,15 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": ChannelSettings(
-            interior=2560,
-            adam_steps=800,
-            lbfgs_iterations=300,
+            interior=2048,
+            adam_steps=200,
+            lbfgs_iterations=250,
             quasi_newton="bfgs",
             width=32,
             depth=4,
             dtype="float64",
             steps_per_call=100,
             time_windows=10,
-            continuity_weight=1000.0,
         ),
         "fast": ChannelSettings(
             xla=False,

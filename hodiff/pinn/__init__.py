@@ -59,6 +59,7 @@ from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate, Periodi
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.restarts import Chebyshev, Cosine, Fourier, SeriesRestart, Sine
 from hodiff.pinn.saving import load_solution, save_solution
+from hodiff.pinn.stream import StreamFunction
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
 from hodiff.pinn.windows import Marching, TimeWindows, restore_marching, time_marching
 
@@ -109,6 +110,7 @@ __all__ = [
     "Sphere",
     "StallDiagnostic",
     "Stochastic",
+    "StreamFunction",
     "TimeDomain",
     "TimeWindows",
     "Trainer",
