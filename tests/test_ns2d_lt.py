@@ -135,6 +135,16 @@ def test_the_continuity_weight_reaches_the_loss():
     assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["default"])[0].weights == {"continuity": 1.0}
 
 
+def test_the_default_network_trains_as_built():
+    """The default's model (a StreamFunction) goes to a Trainer without a call first, as in a window's child process."""
+    from pinn_examples._runner import make_trainer
+
+    settings = ns2d_lt.EXAMPLE.presets["default"]
+    problem, model = ns2d_lt.build(settings)
+    trainer = make_trainer(ns2d_lt.windows(settings).problem(problem, 0), model, settings, progress=False)
+    assert trainer.model is model
+
+
 def test_with_the_stream_function_continuity_holds_exactly():
     """The default's velocity is the curl of a stream function plus a divergence-free lift: the continuity residual
     of the first window vanishes to rounding at any weights, where the network on (u, v, p) leaves it to the loss."""

@@ -73,9 +73,33 @@ def test_divergence_free_and_quiet_at_the_walls(mode):
     assert np.abs(at["outlet x = 2"]).min() > 0  # order 0: free
 
 
+def test_third_partials_are_finite_on_the_walls():
+    """A PDE's second partials of the velocity are third partials of psi, on wall points too (where a power's
+    derivatives would be 0 * inf): finite, under XLA."""
+    flow = pinn.StreamFunction(linear_potential(), DOMAIN, walls={"x": (2, 0), "y": (1, 2)})
+
+    @tf.function(jit_compile=True)
+    def u_xxx_and_v_yyy(points):
+        with tf.GradientTape(persistent=True) as third:
+            third.watch(points)
+            with tf.GradientTape(persistent=True) as second:
+                second.watch(points)
+                with tf.GradientTape(persistent=True) as first:
+                    first.watch(points)
+                    u, v = tf.unstack(flow(points)[:, :2], axis=1)
+                u_x, v_y = first.gradient(u, points)[:, 0], first.gradient(v, points)[:, 1]
+            u_xx, v_yy = second.gradient(u_x, points)[:, 0], second.gradient(v_y, points)[:, 1]
+        return third.gradient(u_xx, points), third.gradient(v_yy, points)
+
+    corners = tf.constant([[0.0, 0.0], [2.0, 1.0], [0.0, 1.0], [2.0, 0.0], [1.0, 0.0], [0.0, 0.5]], tf.float64)
+    for partials in u_xxx_and_v_yyy(corners):
+        assert np.all(np.isfinite(partials.numpy()))
+
+
 def test_clones_saves_and_restores(tmp_path):
     """A frozen copy (time-marching), a .keras file and a checkpoint give the same outputs."""
     flow = pinn.StreamFunction(pinn.mlp(DOMAIN, outputs=2, width=8, depth=2), DOMAIN, walls={"y": (2, 2)})
+    assert flow.built and len(flow.weights) == len(flow.potential.weights)  # before a call: a Trainer takes it
     points = tf.constant(np.random.default_rng(2).uniform(size=(9, 2)))
     expected = flow(points).numpy()
     frozen = pinn.windows.freeze(flow)

@@ -104,6 +104,7 @@ class StreamFunction(keras.Model):
         self.velocity = tuple(self.coords[:2] if velocity is None else velocity)
         self.walls = {str(k): tuple(int(o) for o in v) for k, v in (walls or {}).items()}
         self._check()
+        self.built = potential.built  # it has no weights of its own
 
     def _check(self) -> None:
         if len(self.velocity) != 2 or not set(self.velocity) <= set(self.coords) or len(set(self.velocity)) != 2:
