@@ -258,8 +258,8 @@ EXAMPLE = Example(
     presets={
         "default": ChannelSettings(
             interior=2048,
-            adam_steps=200,
-            lbfgs_iterations=250,
+            adam_steps=0,
+            lbfgs_iterations=500,
             quasi_newton="bfgs",
             width=32,
             depth=4,
