@@ -61,7 +61,7 @@ class ChannelSettings(Settings):
         RESTART_NODES, "each window starts from the Chebyshev series of the one before on these nodes a side; 0: off"
     )
     stream_function: bool = setting(
-        True, "the network's velocity from a stream function (pinn.StreamFunction): continuity exact"
+        False, "the network's velocity from a stream function (pinn.StreamFunction): continuity exact in a window"
     )
 
 
@@ -257,15 +257,16 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": ChannelSettings(
-            interior=2048,
-            adam_steps=0,
-            lbfgs_iterations=500,
+            interior=2560,
+            adam_steps=800,
+            lbfgs_iterations=300,
             quasi_newton="bfgs",
             width=32,
             depth=4,
             dtype="float64",
             steps_per_call=100,
             time_windows=10,
+            continuity_weight=1000.0,
         ),
         "fast": ChannelSettings(
             xla=False,

@@ -45,7 +45,7 @@ def test_the_residual_is_the_pde():
 def test_the_hard_conditions_hold_in_every_window(stream):
     """The inflow, no slip and rest at t = 0 exactly; window 1 starts where window 0 ends (from its Chebyshev series,
     which holds the inflow and the walls to rounding); p has the lift; each window's network sees its local time (its
-    window stretched over the horizon). With the stream function (the default) and without."""
+    window stretched over the horizon). With the stream function (``--stream-function``) and without (the default)."""
     import dataclasses
 
     import tensorflow as tf
@@ -132,22 +132,26 @@ def test_the_continuity_weight_reaches_the_loss():
     problem, _ = ns2d_lt.build(settings)
     assert problem.weights == {"continuity": 100.0}
     assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["fast"])[0].weights == {"continuity": 1.0}
-    assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["default"])[0].weights == {"continuity": 1.0}
+    assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["default"])[0].weights == {"continuity": 1000.0}
 
 
-def test_the_default_network_trains_as_built():
-    """The default's model (a StreamFunction) goes to a Trainer without a call first, as in a window's child process."""
+def test_the_stream_function_network_trains_as_built():
+    """``--stream-function``'s model (a StreamFunction) goes to a Trainer without a call first, as in a window's child
+    process."""
+    import dataclasses
+
     from pinn_examples._runner import make_trainer
 
-    settings = ns2d_lt.EXAMPLE.presets["default"]
+    settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["default"], stream_function=True)
     problem, model = ns2d_lt.build(settings)
     trainer = make_trainer(ns2d_lt.windows(settings).problem(problem, 0), model, settings, progress=False)
     assert trainer.model is model
 
 
 def test_with_the_stream_function_continuity_holds_exactly():
-    """The default's velocity is the curl of a stream function plus a divergence-free lift: the continuity residual
-    of the first window vanishes to rounding at any weights, where the network on (u, v, p) leaves it to the loss."""
+    """With ``--stream-function`` the velocity is the curl of a stream function plus a divergence-free lift: the
+    continuity residual of the first window vanishes to rounding at any weights, where the network on (u, v, p) (the
+    default) leaves it to the loss."""
     import dataclasses
 
     import tensorflow as tf
@@ -157,8 +161,9 @@ def test_with_the_stream_function_continuity_holds_exactly():
     points = tf.constant(rng.uniform(size=(50, 3)) * np.array([2.0, 1.0, 2.5]))
     continuity = {}
     for stream in (True, False):
-        problem, model = ns2d_lt.build(dataclasses.replace(settings, stream_function=stream))
-        window = ns2d_lt.windows(settings).problem(problem, 0)
+        variant = dataclasses.replace(settings, stream_function=stream)
+        problem, model = ns2d_lt.build(variant)
+        window = ns2d_lt.windows(variant).problem(problem, 0)
         residuals = window.pde_residuals(window.solution(model), points, {})
         continuity[stream] = np.abs(residuals[window.residual_names.index("continuity")].numpy()).max()
     assert continuity[True] < 1e-12 and continuity[False] > 1e-3
