@@ -24,6 +24,9 @@ What the example combines:
 - the modified MLP, float64, Adam then L-BFGS in each window; the two outlet conditions are loss terms and
   continuity is weighted (``--continuity-weight``: its terms are about 30 times smaller than the momentum
   equations', and unweighted the network lets the flow lose mass).
+- ``--stream-function`` (off by default): the network's velocity as the curl of a stream function
+  (:class:`hodiff.pinn.StreamFunction`), continuity exact within a window; over ten windows the restart's
+  divergence grows and it scored worse (docs/pinnacle.md).
 
 The error is PINNacle's L2RE over (u, v, p) together (target 1e-1) and over (u, v) (target 5e-2), at
 20,000 fixed points uniform in the space-time box (times > 0, multiples of 0.01), against the
