@@ -70,8 +70,10 @@ class StreamFunction(keras.Model):
       walls: ``{coordinate: (order at its lower bound, order at its upper bound)}``, orders 0, 1 or 2,
         for coordinates of the plane; the envelope is ``prod s^a (1 - s)^b``, ``s`` the coordinate
         scaled to ``[0, 1]``, normalised to a largest value of 1. Coordinates left out: no factor.
-      coords, low, high: the domain's coordinate names and bounds, in place of ``domain`` (what
+      coords: the domain's coordinate names, with ``low`` and ``high`` in place of ``domain`` (what
         ``get_config`` stores).
+      low: the domain's lower bounds, one per coordinate.
+      high: its upper bounds.
 
     Returns (when called):
       ``(N, k + 1)``: ``u``, ``v``, then ``outputs[1:]``, in the potential's dtype.
