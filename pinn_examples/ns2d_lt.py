@@ -132,7 +132,8 @@ def windows(settings: ChannelSettings, end: float = END):
     restart = None
     if settings.restart_nodes:
         x, y = pinn.Chebyshev(0.0, LENGTH, settings.restart_nodes), pinn.Chebyshev(0.0, 1.0, settings.restart_nodes)
-        restart = pinn.SeriesRestart(channel(end), {"x": x, "y": y}, settings.dtype)
+        velocity = (0, 1) if settings.stream_function else None  # a curl restart: no divergence handed on
+        restart = pinn.SeriesRestart(channel(end), {"x": x, "y": y}, settings.dtype, divergence_free=velocity)
     transform = hard_transform(
         end / settings.time_windows, settings.pressure_lift, settings.pressure_scale, settings.stream_function
     )

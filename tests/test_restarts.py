@@ -152,6 +152,53 @@ def test_graph_and_xla_agree_with_eager_second_derivatives_included():
         np.testing.assert_allclose(compiled(points).numpy(), eager, rtol=1e-12, atol=1e-12)
 
 
+def swirl(points):
+    """A divergence-free flow ``(psi_y, -psi_x)`` with ``psi = sin(x) y^2 (1 - y)^2 e^y + 0.3 x`` (not a polynomial:
+    no finite series holds it), and a third field."""
+    x, y, _ = columns(points)
+    psi_y = tf.sin(x) * (2.0 * y * (1.0 - y) ** 2 - 2.0 * y**2 * (1.0 - y) + y**2 * (1.0 - y) ** 2) * tf.exp(y)
+    psi_x = tf.cos(x) * y**2 * (1.0 - y) ** 2 * tf.exp(y) + 0.3
+    return tf.concat([psi_y, -psi_x, tf.cos(x * y)], axis=1)
+
+
+@pytest.mark.parametrize("nodes", [8, 16])
+def test_a_divergence_free_restart_is_a_curl_and_keeps_u_exactly(nodes):
+    bases = {"x": pinn.Chebyshev(0.0, 2.0, nodes), "y": pinn.Chebyshev(0.0, 1.0, nodes)}
+    curl = pinn.SeriesRestart(PLANE, bases, divergence_free=(0, 1))(swirl, 0.5)
+    plain = pinn.SeriesRestart(PLANE, bases)(swirl, 0.5)
+    points = tf.constant(np.random.default_rng(2).uniform(0.0, 1.0, (300, 3)) * [2.0, 1.0, 1.0])
+
+    def divergence(series):
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(points)
+            values = series(points)
+            u, v = values[:, 0], values[:, 1]
+        return (tape.gradient(u, points)[:, 0] + tape.gradient(v, points)[:, 1]).numpy()
+
+    scale = np.abs(swirl(points).numpy()).max(axis=0)
+    assert np.abs(divergence(curl)).max() < 1e-13 * scale[0]
+    if nodes == 8:  # the plain fit of the same samples is not divergence-free
+        assert np.abs(divergence(plain)).max() > 1e-5 * scale[0]
+    exact, values, fitted = swirl(points).numpy(), curl(points).numpy(), plain(points).numpy()
+    np.testing.assert_array_equal(values[:, [0, 2]], fitted[:, [0, 2]])  # u and the other field: the plain fit
+    assert np.abs(values[:, 1] - exact[:, 1]).max() < (3e-6 if nodes == 8 else 1e-13) * scale[1]  # v from continuity
+    compiled = tf.function(lambda p: curl(p), jit_compile=True)(points).numpy()
+    np.testing.assert_allclose(compiled, values, rtol=1e-12, atol=1e-14)
+
+
+def test_a_divergence_free_restart_keeps_v_on_its_lower_edge():
+    def flow(points):  # psi = x^2 y + x y^3 - 0.5 x: a cubic, held exactly by 5 nodes a side; v = 0.5 - 2xy - y^3
+        x, y, _ = columns(points)
+        return tf.concat([x**2 + 3.0 * x * y**2, 0.5 - 2.0 * x * y - y**3], axis=1)
+
+    bases = {"x": pinn.Chebyshev(0.0, 2.0, 5), "y": pinn.Chebyshev(0.0, 1.0, 5)}
+    series = pinn.SeriesRestart(PLANE, bases, divergence_free=(0, 1))(flow, 0.0)
+    points = tf.constant(np.random.default_rng(3).uniform(0.0, 1.0, (50, 3)) * [2.0, 1.0, 1.0])
+    np.testing.assert_allclose(series(points).numpy(), flow(points).numpy(), atol=1e-13)
+    swapped = pinn.SeriesRestart(PLANE, bases, divergence_free=(1, 0))(lambda p: flow(p)[:, ::-1], 0.0)
+    np.testing.assert_allclose(swapped(points).numpy(), flow(points).numpy()[:, ::-1], atol=1e-13)
+
+
 def test_a_window_is_built_from_one_sample_of_the_window_before():
     calls = []
 
@@ -195,6 +242,24 @@ def test_a_window_is_built_from_one_sample_of_the_window_before():
             "the basis of 'x' must be a Fourier, Sine, Cosine or Chebyshev",
         ),
         (lambda: pinn.SeriesRestart(LINE, {"x": pinn.Sine(0, 2, 3)}, baseline=1.0), "baseline must be a function"),
+        (
+            lambda: pinn.SeriesRestart(
+                PLANE, {"x": pinn.Chebyshev(0, 2, 4), "y": pinn.Chebyshev(0, 1, 4)}, divergence_free=(1, 1)
+            ),
+            r"divergence_free must be None or \(i, j\), the indices of the fields u and v",
+        ),
+        (
+            lambda: pinn.SeriesRestart(
+                PLANE, {"x": pinn.Chebyshev(0, 2, 4), "y": pinn.Sine(0, 1, 4)}, divergence_free=(0, 1)
+            ),
+            "divergence_free needs a 2-D flow with a Chebyshev basis on both spatial coordinates",
+        ),
+        (
+            lambda: pinn.SeriesRestart(
+                PLANE, {"x": pinn.Chebyshev(0, 2, 4), "y": pinn.Chebyshev(0, 1, 4)}, divergence_free=(0, 3)
+            )(lambda p: p[:, :2], 0.0),
+            r"divergence_free=\(0, 3\) names a field the window's solution does not have \(it has 2\)",
+        ),
     ],
 )
 def test_bad_input_is_refused_with_the_argument_named(make, message):

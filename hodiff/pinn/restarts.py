@@ -46,10 +46,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import tensorflow as tf
+from numpy.polynomial import chebyshev
 
 from hodiff import _validate
 
@@ -238,6 +239,28 @@ class Chebyshev(_OnInterval):
         return weights
 
 
+def _check_velocity(velocity: Any, bases: Mapping[str, Basis]) -> tuple[int, int] | None:
+    """``divergence_free`` checked: ``None``, or two different field indices with two Chebyshev bases."""
+    if velocity is None:
+        return None
+    if not (
+        isinstance(velocity, (tuple, list))
+        and len(velocity) == 2
+        and all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 0 for k in velocity)
+        and velocity[0] != velocity[1]
+    ):
+        raise ValueError(
+            f"SeriesRestart: divergence_free must be None or (i, j), the indices of the fields u and v (two different "
+            f"ints >= 0); got {velocity!r}."
+        )
+    if len(bases) != 2 or not all(isinstance(basis, Chebyshev) for basis in bases.values()):
+        raise ValueError(
+            f"SeriesRestart: divergence_free needs a 2-D flow with a Chebyshev basis on both spatial coordinates; got "
+            f"{ {name: type(basis).__name__ for name, basis in bases.items()} }."
+        )
+    return int(velocity[0]), int(velocity[1])
+
+
 def _fit(basis: Basis) -> np.ndarray:
     """``(functions, samples)``: the coefficients of the series through values at the basis' nodes.
 
@@ -263,6 +286,15 @@ class SeriesRestart:
         ``(N,)`` tensors): the series fits ``previous - baseline`` and the restart is ``baseline`` plus it.
         Outside the bases' box (a non-periodic basis's ``[low, high]``) the series is 0: the restart there is
         the baseline (0 without one), for solutions that change only inside a box.
+      divergence_free: ``(i, j)``, optional, for a 2-D flow with :class:`Chebyshev` bases on both spatial
+        coordinates ``(x, y)`` (the domain's order): fields ``i`` and ``j`` are the velocity ``(u, v)``, and the
+        restart's velocity is made exactly divergence-free, the curl ``(psi_y, -psi_x)`` of the stream function
+        ``psi = int u dy - int v(x, y_low) dx``: ``u`` is the fitted series itself, and so is ``v`` on the edge
+        ``y = y_low``; elsewhere ``v`` is what continuity makes of ``u`` (the fitted ``v`` of a divergence-free
+        flow, up to the fit's error); with a ``baseline``, this holds for the fitted part. An interpolant of a
+        divergence-free field is not divergence-free, and a window that adds a divergence-free correction
+        (:class:`~hodiff.pinn.StreamFunction`) cannot remove the divergence a restart hands it. ``None``
+        (default): every field is fitted alike.
 
     Calling it samples ``previous`` once, on the grid of the bases' nodes at ``t = start``, and returns
     ``series(points) -> (N, fields)`` over the domain's ``(N, d)`` points (time ignored).
@@ -276,6 +308,7 @@ class SeriesRestart:
         bases: Mapping[str, Basis],
         dtype: Any = "float64",
         baseline: Callable[[dict], tf.Tensor] | None = None,
+        divergence_free: tuple[int, int] | None = None,
     ):
         space = [name for name in domain.coords if name != domain.time]
         if domain.time is None or sorted(bases) != sorted(space):
@@ -298,6 +331,11 @@ class SeriesRestart:
         self.dtype = tf.as_dtype(dtype)
         self.baseline = baseline
         self.fits = {name: _fit(basis) for name, basis in self.bases.items()}
+        self.divergence_free = _check_velocity(divergence_free, self.bases)
+        self.evaluated = dict(self.bases)
+        if self.divergence_free is not None:  # psi's integral in y is one degree higher
+            y = cast(Chebyshev, self.bases[space[1]])
+            self.evaluated[space[1]] = dataclasses.replace(y, samples=y.samples + 1)
 
     def __call__(self, previous: Callable[[tf.Tensor], tf.Tensor], start: float) -> Callable[[tf.Tensor], tf.Tensor]:
         grids = np.meshgrid(*(basis.nodes for basis in self.bases.values()), indexing="ij")
@@ -310,7 +348,27 @@ class SeriesRestart:
         coefficients = values.reshape(*grids[0].shape, values.shape[-1])
         for axis, fit in enumerate(self.fits.values()):
             coefficients = np.moveaxis(np.tensordot(fit, coefficients, axes=([1], [axis])), 0, axis)
+        if self.divergence_free is not None:
+            coefficients = self._curl(coefficients, self.divergence_free)
         return self._series(tf.constant(coefficients, self.dtype))
+
+    def _curl(self, coefficients: np.ndarray, velocity: tuple[int, int]) -> np.ndarray:
+        """The ``(nx, ny + 1, fields)`` coefficients, ``(u, v)`` replaced by the curl of ``psi``."""
+        (i, j), (x, y) = velocity, (cast(Chebyshev, basis) for basis in self.bases.values())
+        if max(i, j) >= coefficients.shape[2]:
+            raise ValueError(
+                f"SeriesRestart: divergence_free={velocity} names a field the window's solution does not "
+                f"have (it has {coefficients.shape[2]}); give the indices of u and v among its outputs."
+            )
+        rows = coefficients.shape[0]
+        psi = chebyshev.chebint(coefficients[:, :, i], lbnd=-1, scl=0.5 * (y.high - y.low), axis=1)  # 0 on y_low
+        edge_v = coefficients[:, :, j] @ (-1.0) ** np.arange(y.samples)  # v on y = y_low, T_m(-1) = (-1)^m
+        curl = np.zeros((rows, y.samples + 1, coefficients.shape[2]))
+        curl[:, :-1] = coefficients  # u = psi_y is the fitted u exactly; the other fields as fitted
+        curl[:, :, j] = 0.0
+        curl[: rows - 1, :, j] = -chebyshev.chebder(psi, scl=2.0 / (x.high - x.low), axis=0)
+        curl[:, 0, j] += edge_v
+        return curl
 
     def _named(self, points: tf.Tensor) -> dict[str, tf.Tensor]:
         """The ``(N,)`` coordinate columns by name, picked by products (slices' third derivatives fail under XLA)."""
@@ -322,7 +380,7 @@ class SeriesRestart:
         def series(points: tf.Tensor) -> tf.Tensor:
             named = self._named(points)
             columns = [tf.reshape(named[name], [-1, 1]) for name in self.bases]
-            functions = [basis.functions(s) for basis, s in zip(self.bases.values(), columns)]
+            functions = [basis.functions(s) for basis, s in zip(self.evaluated.values(), columns)]
             values = tf.tensordot(functions[0], coefficients, axes=[[1], [0]])  # (N, M_2 ... M_d, fields)
             for later in functions[1:]:
                 shape = [-1, later.shape[1]] + [1] * (values.shape.rank - 2)
