@@ -162,12 +162,11 @@ def swirl(points):
 
 
 @pytest.mark.parametrize("nodes", [8, 16])
-def test_a_divergence_free_restart_is_a_curl_and_keeps_the_fit_on_its_lower_edges(nodes):
+def test_a_divergence_free_restart_is_a_curl_and_keeps_u_exactly(nodes):
     bases = {"x": pinn.Chebyshev(0.0, 2.0, nodes), "y": pinn.Chebyshev(0.0, 1.0, nodes)}
     curl = pinn.SeriesRestart(PLANE, bases, divergence_free=(0, 1))(swirl, 0.5)
     plain = pinn.SeriesRestart(PLANE, bases)(swirl, 0.5)
-    rng = np.random.default_rng(2)
-    points = tf.constant(rng.uniform(0.0, 1.0, (300, 3)) * [2.0, 1.0, 1.0])
+    points = tf.constant(np.random.default_rng(2).uniform(0.0, 1.0, (300, 3)) * [2.0, 1.0, 1.0])
 
     def divergence(series):
         with tf.GradientTape(persistent=True) as tape:
@@ -181,13 +180,8 @@ def test_a_divergence_free_restart_is_a_curl_and_keeps_the_fit_on_its_lower_edge
     if nodes == 8:  # the plain fit of the same samples is not divergence-free
         assert np.abs(divergence(plain)).max() > 1e-5 * scale[0]
     exact, values, fitted = swirl(points).numpy(), curl(points).numpy(), plain(points).numpy()
-    np.testing.assert_array_equal(values[:, 2], fitted[:, 2])  # the other field: the plain fit
-    fit_error = 1e-4 if nodes == 8 else 1e-13  # u, v: the fit's own error (plain: 2e-5 and 1e-5 of the scale at 8)
-    assert np.all(np.abs(values[:, :2] - exact[:, :2]).max(axis=0) < fit_error * scale[:2])
-    s = rng.uniform(0.0, 1.0, 40)  # on the edges x = 0 (u and v) and y = 0 (v), the fit exactly
-    inlet, wall = (tf.constant(np.column_stack(c)) for c in ([0 * s, s, s], [2.0 * s, 0 * s, s]))
-    np.testing.assert_allclose(curl(inlet).numpy()[:, :2], plain(inlet).numpy()[:, :2], rtol=0, atol=1e-14)
-    np.testing.assert_allclose(curl(wall).numpy()[:, 1], plain(wall).numpy()[:, 1], rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(values[:, [0, 2]], fitted[:, [0, 2]])  # u and the other field: the plain fit
+    assert np.abs(values[:, 1] - exact[:, 1]).max() < (3e-6 if nodes == 8 else 1e-13) * scale[1]  # v from continuity
     compiled = tf.function(lambda p: curl(p), jit_compile=True)(points).numpy()
     np.testing.assert_allclose(compiled, values, rtol=1e-12, atol=1e-14)
 
@@ -259,12 +253,6 @@ def test_a_window_is_built_from_one_sample_of_the_window_before():
                 PLANE, {"x": pinn.Chebyshev(0, 2, 4), "y": pinn.Sine(0, 1, 4)}, divergence_free=(0, 1)
             ),
             "divergence_free needs a 2-D flow with a Chebyshev basis on both spatial coordinates",
-        ),
-        (
-            lambda: pinn.SeriesRestart(
-                PLANE, {"x": pinn.Chebyshev(0, 2, 3), "y": pinn.Chebyshev(0, 1, 4)}, divergence_free=(0, 1)
-            ),
-            "divergence_free needs at least 4 nodes on the first coordinate",
         ),
         (
             lambda: pinn.SeriesRestart(

@@ -258,8 +258,6 @@ def _check_velocity(velocity: Any, bases: Mapping[str, Basis]) -> tuple[int, int
             f"SeriesRestart: divergence_free needs a 2-D flow with a Chebyshev basis on both spatial coordinates; got "
             f"{ {name: type(basis).__name__ for name, basis in bases.items()} }."
         )
-    if next(iter(bases.values())).samples < 4:
-        raise ValueError("SeriesRestart: divergence_free needs at least 4 nodes on the first coordinate (x).")
     return int(velocity[0]), int(velocity[1])
 
 
@@ -362,22 +360,14 @@ class SeriesRestart:
                 f"SeriesRestart: divergence_free={velocity} names a field the window's solution does not "
                 f"have (it has {coefficients.shape[2]}); give the indices of u and v among its outputs."
             )
-        rows, (u, v) = coefficients.shape[0], (coefficients[:, :, i], coefficients[:, :, j])
-        to_x, to_y = 2.0 / (x.high - x.low), 2.0 / (y.high - y.low)  # d(unit)/dx, d(unit)/dy
-        psi = np.pad(chebyshev.chebint(u, lbnd=-1, scl=1.0 / to_y, axis=1), ((0, 1), (0, 0)))  # int u dy from y_low
-        edge_v = v @ (-1.0) ** np.arange(y.samples)  # v(x, y_low) in x: T_m(-1) = (-1)^m
-        psi[:, 0] -= chebyshev.chebint(edge_v, lbnd=-1, scl=1.0 / to_x)
-        # v on x = x_low as fitted too: add q(x) c(y), q = (x - x_low)(1 - (x - x_low)/L)^2 (q = 0, q' = 1 at x_low;
-        # 0, 0 at x_high), c = the curl's v there minus the fitted v (zero at y_low, where both are edge_v)
-        ends = lambda series: chebyshev.chebval(-1.0, series)  # noqa: E731 - at x = x_low, in y
-        c = ends(-chebyshev.chebder(psi, scl=to_x, axis=0)) - np.append(ends(v), 0.0)
-        q = chebyshev.poly2cheb(np.array([1.0, -1.0, -1.0, 1.0]) / (4.0 * to_x))  # L/8 (s + 1)(1 - s)^2, s unit x
-        psi[: len(q)] += np.outer(q, c)
+        rows = coefficients.shape[0]
+        psi = chebyshev.chebint(coefficients[:, :, i], lbnd=-1, scl=0.5 * (y.high - y.low), axis=1)  # 0 on y_low
+        edge_v = coefficients[:, :, j] @ (-1.0) ** np.arange(y.samples)  # v on y = y_low, T_m(-1) = (-1)^m
         curl = np.zeros((rows, y.samples + 1, coefficients.shape[2]))
-        curl[:, :-1] = coefficients  # the other fields as fitted
-        curl[:, :, i] = 0.0
-        curl[:, :-1, i] = chebyshev.chebder(psi, scl=to_y, axis=1)[:rows]  # its last row is 0: psi's is in x alone
-        curl[:, :, j] = -chebyshev.chebder(psi, scl=to_x, axis=0)
+        curl[:, :-1] = coefficients  # u = psi_y is the fitted u exactly; the other fields as fitted
+        curl[:, :, j] = 0.0
+        curl[: rows - 1, :, j] = -chebyshev.chebder(psi, scl=2.0 / (x.high - x.low), axis=0)
+        curl[:, 0, j] += edge_v
         return curl
 
     def _named(self, points: tf.Tensor) -> dict[str, tf.Tensor]:
