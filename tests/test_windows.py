@@ -230,3 +230,15 @@ def test_local_time_marches_the_decay_to_the_exact_solution_and_restores_identic
         windows.problem(DECAY.replace(input_transform=lambda p: p), 0)
     with pytest.raises(TypeError, match="local_time must be True or False"):
         pinn.TimeWindows(2, initial=lambda x: x["x"], local_time=1)
+
+
+def test_many_windows_trainers_log_their_terms_without_the_retracing_warning(caplog):
+    """A process that restores many windows' trainers (the runner's parent, scoring a marched run) computes each one's
+    loss terms once: TensorFlow must not take that for retracing of one function."""
+    with caplog.at_level("WARNING"):
+        for k in range(7):
+            model = pinn.mlp(DOMAIN, width=4, depth=1, dtype="float64", seed=k)
+            data = pinn.TrainingData(heat(), interior=16)
+            trainer = pinn.Trainer(data, model, schedule=pinn.Schedule(progress=False))
+            assert all(np.isfinite(value) for value in trainer.data.terms().values())
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()]

@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -225,7 +226,9 @@ class TrainingData:
             # The terms are logged without XLA: a compiled loss can drop a NaN term that the graph keeps. Random
             # draws run under XLA in the training step, and XLA's stateless random ops draw differently from the
             # graph's for the same seed (TF issue #121243): the terms use XLA too then.
-            self._terms = tf.function(self._all_terms, jit_compile=self.random, autograph=False)
+            # functools.partial: TensorFlow counts retracings per code object, which every TrainingData shares; a
+            # process that restores many windows' trainers would log "excessive retracing" from the sixth on
+            self._terms = tf.function(functools.partial(self._all_terms), jit_compile=self.random, autograph=False)
         self._targets: dict[str, Any] = {}  # compiled targets of each loss weighting (move_weights)
         self._gradients = tf.function(self.gradient_statistics, jit_compile=self.random, autograph=False)
         self._scores: dict[float, Any] = {}
