@@ -286,7 +286,7 @@ EXAMPLE = Example(
             checkpoint_every=10,
             time_windows=2,
             outlet_points=32,
-            restart_nodes=10,
+            restart_nodes=8,
         ),
     },
     target={"default": 1.0},

@@ -161,13 +161,12 @@ def swirl(points):
     return tf.concat([psi_y, -psi_x, tf.cos(x * y)], axis=1)
 
 
-@pytest.mark.parametrize("nodes", [10, 16])
-def test_a_divergence_free_restart_is_a_curl_and_keeps_the_fit_on_its_edges(nodes):
+@pytest.mark.parametrize("nodes", [8, 16])
+def test_a_divergence_free_restart_is_a_curl_and_keeps_u_exactly(nodes):
     bases = {"x": pinn.Chebyshev(0.0, 2.0, nodes), "y": pinn.Chebyshev(0.0, 1.0, nodes)}
     curl = pinn.SeriesRestart(PLANE, bases, divergence_free=(0, 1))(swirl, 0.5)
     plain = pinn.SeriesRestart(PLANE, bases)(swirl, 0.5)
-    rng = np.random.default_rng(2)
-    points = tf.constant(rng.uniform(0.0, 1.0, (300, 3)) * [2.0, 1.0, 1.0])
+    points = tf.constant(np.random.default_rng(2).uniform(0.0, 1.0, (300, 3)) * [2.0, 1.0, 1.0])
 
     def divergence(series):
         with tf.GradientTape(persistent=True) as tape:
@@ -178,28 +177,21 @@ def test_a_divergence_free_restart_is_a_curl_and_keeps_the_fit_on_its_edges(node
 
     scale = np.abs(swirl(points).numpy()).max(axis=0)
     assert np.abs(divergence(curl)).max() < 1e-13 * scale[0]
-    if nodes == 10:  # the plain fit of the same samples is not divergence-free
-        assert np.abs(divergence(plain)).max() > 1e-7 * scale[0]
+    if nodes == 8:  # the plain fit of the same samples is not divergence-free
+        assert np.abs(divergence(plain)).max() > 1e-5 * scale[0]
     exact, values, fitted = swirl(points).numpy(), curl(points).numpy(), plain(points).numpy()
-    np.testing.assert_array_equal(values[:, 2], fitted[:, 2])  # the other field: the plain fit
-    fit_error = 1e-5 if nodes == 10 else 1e-13  # u, v: the fit's own error (plain: 2e-5 and 1e-5 of the scale at 8)
-    assert np.all(np.abs(values[:, :2] - exact[:, :2]).max(axis=0) < fit_error * scale[:2])
-    s = rng.uniform(0.0, 1.0, 40)  # the fit exactly: u on the inlet x = 0, v on the wall y = 0, v on x = 0 at y = 1/2
-    inlet, wall = (tf.constant(np.column_stack(c)) for c in ([0 * s, s, s], [2.0 * s, 0 * s, s]))
-    middle = tf.constant([[0.0, 0.5, 0.5]], tf.float64)
-    np.testing.assert_allclose(curl(inlet).numpy()[:, 0], plain(inlet).numpy()[:, 0], rtol=0, atol=1e-14)
-    np.testing.assert_allclose(curl(wall).numpy()[:, 1], plain(wall).numpy()[:, 1], rtol=0, atol=1e-14)
-    np.testing.assert_allclose(curl(middle).numpy()[:, 1], plain(middle).numpy()[:, 1], rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(values[:, [0, 2]], fitted[:, [0, 2]])  # u and the other field: the plain fit
+    assert np.abs(values[:, 1] - exact[:, 1]).max() < (3e-6 if nodes == 8 else 1e-13) * scale[1]  # v from continuity
     compiled = tf.function(lambda p: curl(p), jit_compile=True)(points).numpy()
     np.testing.assert_allclose(compiled, values, rtol=1e-12, atol=1e-14)
 
 
 def test_a_divergence_free_restart_keeps_v_on_its_lower_edge():
-    def flow(points):  # psi = x^2 y + x y^3 - 0.5 x: a cubic, held exactly by 5 nodes in y; v = 0.5 - 2xy - y^3
+    def flow(points):  # psi = x^2 y + x y^3 - 0.5 x: a cubic, held exactly by 5 nodes a side; v = 0.5 - 2xy - y^3
         x, y, _ = columns(points)
         return tf.concat([x**2 + 3.0 * x * y**2, 0.5 - 2.0 * x * y - y**3], axis=1)
 
-    bases = {"x": pinn.Chebyshev(0.0, 2.0, 10), "y": pinn.Chebyshev(0.0, 1.0, 5)}
+    bases = {"x": pinn.Chebyshev(0.0, 2.0, 5), "y": pinn.Chebyshev(0.0, 1.0, 5)}
     series = pinn.SeriesRestart(PLANE, bases, divergence_free=(0, 1))(flow, 0.0)
     points = tf.constant(np.random.default_rng(3).uniform(0.0, 1.0, (50, 3)) * [2.0, 1.0, 1.0])
     np.testing.assert_allclose(series(points).numpy(), flow(points).numpy(), atol=1e-13)
@@ -252,7 +244,7 @@ def test_a_window_is_built_from_one_sample_of_the_window_before():
         (lambda: pinn.SeriesRestart(LINE, {"x": pinn.Sine(0, 2, 3)}, baseline=1.0), "baseline must be a function"),
         (
             lambda: pinn.SeriesRestart(
-                PLANE, {"x": pinn.Chebyshev(0, 2, 10), "y": pinn.Chebyshev(0, 1, 4)}, divergence_free=(1, 1)
+                PLANE, {"x": pinn.Chebyshev(0, 2, 4), "y": pinn.Chebyshev(0, 1, 4)}, divergence_free=(1, 1)
             ),
             r"divergence_free must be None or \(i, j\), the indices of the fields u and v",
         ),
@@ -264,7 +256,7 @@ def test_a_window_is_built_from_one_sample_of_the_window_before():
         ),
         (
             lambda: pinn.SeriesRestart(
-                PLANE, {"x": pinn.Chebyshev(0, 2, 10), "y": pinn.Chebyshev(0, 1, 4)}, divergence_free=(0, 3)
+                PLANE, {"x": pinn.Chebyshev(0, 2, 4), "y": pinn.Chebyshev(0, 1, 4)}, divergence_free=(0, 3)
             )(lambda p: p[:, :2], 0.0),
             r"divergence_free=\(0, 3\) names a field the window's solution does not have \(it has 2\)",
         ),

@@ -258,8 +258,6 @@ def _check_velocity(velocity: Any, bases: Mapping[str, Basis]) -> tuple[int, int
             f"SeriesRestart: divergence_free needs a 2-D flow with a Chebyshev basis on both spatial coordinates; got "
             f"{ {name: type(basis).__name__ for name, basis in bases.items()} }."
         )
-    if next(iter(bases.values())).samples < 10:
-        raise ValueError("SeriesRestart: divergence_free needs at least 10 nodes on the first coordinate (x).")
     return int(velocity[0]), int(velocity[1])
 
 
@@ -335,9 +333,9 @@ class SeriesRestart:
         self.fits = {name: _fit(basis) for name, basis in self.bases.items()}
         self.divergence_free = _check_velocity(divergence_free, self.bases)
         self.evaluated = dict(self.bases)
-        if self.divergence_free is not None:  # psi is 5 degrees higher in y: its integral, the edge correction
+        if self.divergence_free is not None:  # psi's integral in y is one degree higher
             y = cast(Chebyshev, self.bases[space[1]])
-            self.evaluated[space[1]] = dataclasses.replace(y, samples=y.samples + 5)
+            self.evaluated[space[1]] = dataclasses.replace(y, samples=y.samples + 1)
 
     def __call__(self, previous: Callable[[tf.Tensor], tf.Tensor], start: float) -> Callable[[tf.Tensor], tf.Tensor]:
         grids = np.meshgrid(*(basis.nodes for basis in self.bases.values()), indexing="ij")
@@ -355,7 +353,7 @@ class SeriesRestart:
         return self._series(tf.constant(coefficients, self.dtype))
 
     def _curl(self, coefficients: np.ndarray, velocity: tuple[int, int]) -> np.ndarray:
-        """The ``(nx, ny + 5, fields)`` coefficients, ``(u, v)`` replaced by the curl of ``psi``."""
+        """The ``(nx, ny + 1, fields)`` coefficients, ``(u, v)`` replaced by the curl of ``psi``."""
         (i, j), (x, y) = velocity, (cast(Chebyshev, basis) for basis in self.bases.values())
         if max(i, j) >= coefficients.shape[2]:
             raise ValueError(
@@ -370,23 +368,6 @@ class SeriesRestart:
         curl[:, :, j] = 0.0
         curl[: rows - 1, :, j] = -chebyshev.chebder(psi, scl=2.0 / (x.high - x.low), axis=0)
         curl[:, 0, j] += edge_v
-        # v on the edge x = x_low as fitted, away from the walls: psi += q(x) b(y) c(y), c the curl's v there minus
-        # the fitted v, q = (x - x_low)(1 - (x - x_low)/L)^8 (0 with slope 1 at x_low, confined near it),
-        # b = (1 - r^2)^2 in y's unit r (0 with its slope on both walls y_low, y_high, which keep their values)
-        at_edge = lambda series: chebyshev.chebval(-1.0, series)  # noqa: E731 - at x = x_low, as a series in y
-        c = at_edge(curl[:, :, j]) - np.append(at_edge(coefficients[:, :, j]), 0.0)
-        q = chebyshev.poly2cheb(
-            np.polynomial.polynomial.polymul([1.0, 1.0], np.polynomial.polynomial.polypow([1.0, -1.0], 8))
-            * (x.high - x.low)
-            / 2.0**9
-        )
-        b = chebyshev.poly2cheb([1.0, 0.0, -2.0, 0.0, 1.0])
-        correction = np.outer(q, chebyshev.chebmul(c, b))  # psi's part, (10, ny + 5)
-        curl = np.pad(curl, ((0, 0), (0, 4), (0, 0)))
-        u_part = chebyshev.chebder(correction, scl=2.0 / (y.high - y.low), axis=1)
-        v_part = -chebyshev.chebder(correction, scl=2.0 / (x.high - x.low), axis=0)
-        curl[: u_part.shape[0], : u_part.shape[1], i] += u_part
-        curl[: v_part.shape[0], :, j] += v_part
         return curl
 
     def _named(self, points: tf.Tensor) -> dict[str, tf.Tensor]:
