@@ -45,7 +45,8 @@ def test_the_residual_is_the_pde():
 def test_the_hard_conditions_hold_in_every_window(stream):
     """The inflow, no slip and rest at t = 0 exactly; window 1 starts where window 0 ends (from its Chebyshev series,
     which holds the inflow and the walls to rounding); p has the lift; each window's network sees its local time (its
-    window stretched over the horizon). With the stream function (``--stream-function``) and without (the default)."""
+    window stretched over the horizon). With the stream function (the default) and without
+    (``--no-stream-function``)."""
     import dataclasses
 
     import tensorflow as tf
@@ -153,8 +154,8 @@ def test_the_stream_function_network_trains_as_built():
 def test_with_the_stream_function_continuity_holds_exactly_in_every_window():
     """With ``--stream-function`` the velocity is the curl of a stream function plus a divergence-free lift, and each
     window starts from the curl restart (``SeriesRestart(divergence_free=...)``): the continuity residual vanishes to
-    rounding at any weights, in the first window and after a restart, where the network on (u, v, p) (the default)
-    leaves it to the loss."""
+    rounding at any weights, in the first window and after a restart, where the network on (u, v, p)
+    (``--no-stream-function``) leaves it to the loss."""
     import dataclasses
 
     import tensorflow as tf
