@@ -182,8 +182,9 @@ def test_a_divergence_free_restart_is_a_curl_and_keeps_u_exactly(nodes):
     exact, values, fitted = swirl(points).numpy(), curl(points).numpy(), plain(points).numpy()
     np.testing.assert_array_equal(values[:, [0, 2]], fitted[:, [0, 2]])  # u and the other field: the plain fit
     assert np.abs(values[:, 1] - exact[:, 1]).max() < (3e-6 if nodes == 8 else 1e-13) * scale[1]  # v from continuity
-    compiled = tf.function(lambda p: curl(p), jit_compile=True)(points).numpy()
-    np.testing.assert_allclose(compiled, values, rtol=1e-12, atol=1e-14)
+    for jit_compile in (False, True):  # graph and XLA agree with eager
+        compiled = tf.function(lambda p: curl(p), jit_compile=jit_compile)(points).numpy()
+        np.testing.assert_allclose(compiled, values, rtol=1e-12, atol=1e-14)
 
 
 def test_a_divergence_free_restart_keeps_v_on_its_lower_edge():
