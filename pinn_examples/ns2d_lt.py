@@ -13,9 +13,11 @@ What the example combines:
 
 - the velocity as the curl of a stream function (:class:`hodiff.pinn.StreamFunction`, ``--stream-function``,
   the default): ``(u, v) = sin(pi y) (g(t) - g(t_k)) e_x + previous + (t - t_k) / L curl(psi)``,
-  ``psi = (x/2)^2 (4y(1 - y))^2 N_psi``: continuity exact, and the inflow, no slip and the window's initial
-  values too (``t_k`` the window's start, ``L`` its length, ``previous`` the window before at ``t_k``, at rest
-  in the first); the pressure has no initial condition (incompressible flow has none to give).
+  ``psi = (1 - exp(-x / 0.1))^2 (4y(1 - y))^2 N_psi`` (``--inlet-thickness 0.1``: the inflow's profile adjusts to the
+  channel's within about 0.1 of the inlet, where ``(x/2)^2`` would be 0.0025): continuity exact, and the inflow, no
+  slip and the window's initial values too (``t_k`` the window's start, ``L`` its length, ``previous`` the window
+  before at ``t_k``, at rest in the first); the pressure has no initial condition (incompressible flow has none to
+  give).
   ``--no-stream-function``: the network gives ``(u, v, p)``, ``u = sin(pi y) g(t) + (previous - sin(pi y)
   g(t_k)) + D N_u``, ``v = previous + D N_v`` with ``D = x/2 4y(1 - y) (t - t_k) / L``, and continuity is a
   loss term (``--continuity-weight``: its terms are about 30 times smaller than the momentum equations', and
@@ -51,7 +53,8 @@ from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 FIELDS = ("u", "v", "p")
 OUTLET_POINTS = 512  # per window
-RESTART_NODES = 24  # Chebyshev-Gauss-Lobatto nodes a side: spaced 0.004 at the walls, where the Stokes layers are
+INLET_THICKNESS = 0.1  # the inflow's profile adjusts to the channel's flow within about this of the inlet
+RESTART_NODES = 32  # Chebyshev-Gauss-Lobatto nodes a side: 0.0026 apart at the walls, 0.005 at the inlet
 TARGETS = {("u", "v", "p"): 1e-1, ("u", "v"): 5e-2}  # PINNacle's L2RE over these fields together
 
 
@@ -67,6 +70,9 @@ class ChannelSettings(Settings):
     )
     stream_function: bool = setting(
         True, "the network's velocity from a stream function (pinn.StreamFunction): continuity exact, at every time"
+    )
+    inlet_thickness: float = setting(
+        INLET_THICKNESS, "with the stream function: its inlet factor 1 - exp(-x / this) rises within this; 0: (x/2)^2"
     )
 
 
@@ -194,7 +200,8 @@ def build(settings: ChannelSettings, end: float = END):
         architecture=settings.architecture,
     )
     if settings.stream_function:  # psi's envelope: psi and its normal derivative vanish at the inlet and the walls
-        model = pinn.StreamFunction(model, domain, ("x", "y"), walls={"x": (2, 0), "y": (2, 2)})
+        thickness = {"x": settings.inlet_thickness} if settings.inlet_thickness else None
+        model = pinn.StreamFunction(model, domain, ("x", "y"), walls={"x": (2, 0), "y": (2, 2)}, thickness=thickness)
     return problem, model
 
 

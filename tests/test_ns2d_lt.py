@@ -53,7 +53,9 @@ def test_the_hard_conditions_hold_in_every_window(stream):
 
     from hodiff import pinn
 
-    settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["fast"], restart_nodes=24, stream_function=stream)
+    settings = dataclasses.replace(
+        ns2d_lt.EXAMPLE.presets["fast"], restart_nodes=ns2d_lt.RESTART_NODES, stream_function=stream
+    )
     problem, model = ns2d_lt.build(settings)
     windows = ns2d_lt.windows(settings)
     first = windows.problem(problem, 0).solution(pinn.windows.freeze(model))
@@ -149,6 +151,16 @@ def test_the_stream_function_network_trains_as_built():
     problem, model = ns2d_lt.build(settings)
     trainer = make_trainer(ns2d_lt.windows(settings).problem(problem, 0), model, settings, progress=False)
     assert trainer.model is model
+
+
+def test_the_inlet_thickness_reaches_the_stream_function():
+    """``--inlet-thickness`` is the stream function's thickness at the inlet (``x``); 0 leaves the factor (x/2)^2."""
+    import dataclasses
+
+    settings = ns2d_lt.EXAMPLE.presets["default"]
+    assert ns2d_lt.build(settings)[1].thickness == {"x": ns2d_lt.INLET_THICKNESS}
+    assert ns2d_lt.build(dataclasses.replace(settings, inlet_thickness=0.25))[1].thickness == {"x": 0.25}
+    assert ns2d_lt.build(dataclasses.replace(settings, inlet_thickness=0.0))[1].thickness == {}
 
 
 def test_with_the_stream_function_continuity_holds_exactly_in_every_window():
