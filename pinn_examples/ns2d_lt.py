@@ -141,9 +141,7 @@ def windows(settings: ChannelSettings, end: float = END):
     if settings.restart_nodes:
         x, y = pinn.Chebyshev(0.0, LENGTH, settings.restart_nodes), pinn.Chebyshev(0.0, 1.0, settings.restart_nodes)
         velocity = (0, 1) if settings.stream_function else None  # a curl restart: no divergence handed on
-        restart = pinn.SeriesRestart(  # and v = 0 on the inlet, which the window's hard condition then holds
-            channel(end), {"x": x, "y": y}, settings.dtype, divergence_free=velocity, still_inlet=velocity is not None
-        )
+        restart = pinn.SeriesRestart(channel(end), {"x": x, "y": y}, settings.dtype, divergence_free=velocity)
     transform = hard_transform(
         end / settings.time_windows, settings.pressure_lift, settings.pressure_scale, settings.stream_function
     )
@@ -295,7 +293,7 @@ EXAMPLE = Example(
             checkpoint_every=10,
             time_windows=2,
             outlet_points=32,
-            restart_nodes=10,
+            restart_nodes=8,
         ),
     },
     target={"default": 1.0},

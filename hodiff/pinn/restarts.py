@@ -50,13 +50,11 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 import tensorflow as tf
-from numpy.polynomial import Polynomial, chebyshev
+from numpy.polynomial import chebyshev
 
 from hodiff import _validate
 
 __all__ = ["Basis", "Chebyshev", "Cosine", "Fourier", "SeriesRestart", "Sine"]
-
-INLET_RAMP_POWER = 8  # still_inlet's phi = (x - x_low) (1 - (x - x_low) / length)^8
 
 
 def _check_basis(name: str, low: float, high: float, samples: int, least: int) -> None:
@@ -297,14 +295,6 @@ class SeriesRestart:
         divergence-free field is not divergence-free, and a window that adds a divergence-free correction
         (:class:`~hodiff.pinn.StreamFunction`) cannot remove the divergence a restart hands it. ``None``
         (default): every field is fitted alike.
-      still_inlet: with ``divergence_free``, the edge ``x = x_low`` is an inflow whose tangential velocity is
-        0 (a channel's inlet): the curl's ``v`` there, ``-int u_x dy``, is the fit's slope at its end and not
-        0, and a window whose hard condition holds the restart's inlet values carries it through the window,
-        growing from one restart to the next (on ``ns2d_lt`` to 5 by ``t = 4.75``). ``True`` adds
-        ``phi(x) v(x_low, y)`` to ``psi``, ``phi = (x - x_low) (1 - (x - x_low) / (x_high - x_low))^8``
-        (``phi = 0`` and ``phi' = 1`` at the inlet, below 0.1 of its largest value past a third of the
-        channel): ``v`` at the inlet becomes 0, and ``u`` there, the divergence (0) and the values on the
-        edges ``y = y_low, y_high`` where ``u`` is 0 (no slip) are kept.
 
     Calling it samples ``previous`` once, on the grid of the bases' nodes at ``t = start``, and returns
     ``series(points) -> (N, fields)`` over the domain's ``(N, d)`` points (time ignored).
@@ -319,7 +309,6 @@ class SeriesRestart:
         dtype: Any = "float64",
         baseline: Callable[[dict], tf.Tensor] | None = None,
         divergence_free: tuple[int, int] | None = None,
-        still_inlet: bool = False,
     ):
         space = [name for name in domain.coords if name != domain.time]
         if domain.time is None or sorted(bases) != sorted(space):
@@ -343,18 +332,6 @@ class SeriesRestart:
         self.baseline = baseline
         self.fits = {name: _fit(basis) for name, basis in self.bases.items()}
         self.divergence_free = _check_velocity(divergence_free, self.bases)
-        if not isinstance(still_inlet, bool) or (still_inlet and self.divergence_free is None):
-            raise ValueError(
-                f"SeriesRestart: still_inlet must be True or False, and True needs divergence_free=(i, j) (the "
-                f"velocity's fields); got still_inlet={still_inlet!r}, divergence_free={divergence_free!r}."
-            )
-        x_samples = self.bases[space[0]].samples
-        if still_inlet and x_samples < INLET_RAMP_POWER + 2:
-            raise ValueError(
-                f"SeriesRestart: still_inlet needs at least {INLET_RAMP_POWER + 2} nodes on {space[0]!r} (its ramp "
-                f"phi is a polynomial of degree {INLET_RAMP_POWER + 1}); the basis has {x_samples}."
-            )
-        self.still_inlet = still_inlet
         self.evaluated = dict(self.bases)
         if self.divergence_free is not None:  # psi's integral in y is one degree higher
             y = cast(Chebyshev, self.bases[space[1]])
@@ -391,17 +368,6 @@ class SeriesRestart:
         curl[:, :, j] = 0.0
         curl[: rows - 1, :, j] = -chebyshev.chebder(psi, scl=2.0 / (x.high - x.low), axis=0)
         curl[:, 0, j] += edge_v
-        if self.still_inlet:  # psi += phi(x) c(y), c = v on the inlet: u += phi c', v -= phi' c
-            inlet_v = curl[:, :, j].T @ (-1.0) ** np.arange(rows)  # T_m(-1) = (-1)^m
-            ramp = 0.5 * (x.high - x.low) * Polynomial([1.0, 1.0]) * Polynomial([0.5, -0.5]) ** INLET_RAMP_POWER
-            phi = np.zeros(rows)
-            phi[: INLET_RAMP_POWER + 2] = chebyshev.poly2cheb(ramp.coef)  # phi in the variable s in [-1, 1]
-            slope = np.zeros(rows)
-            slope[: rows - 1] = chebyshev.chebder(phi, scl=2.0 / (x.high - x.low))
-            inlet_v_y = np.zeros_like(inlet_v)
-            inlet_v_y[:-1] = chebyshev.chebder(inlet_v, scl=2.0 / (y.high - y.low))
-            curl[:, :, i] += np.outer(phi, inlet_v_y)
-            curl[:, :, j] -= np.outer(slope, inlet_v)
         return curl
 
     def _named(self, points: tf.Tensor) -> dict[str, tf.Tensor]:
