@@ -74,6 +74,10 @@ class ChannelSettings(Settings):
     inlet_thickness: float = setting(
         INLET_THICKNESS, "with the stream function: its inlet factor 1 - exp(-x / this) rises within this; 0: (x/2)^2"
     )
+    soft_inlet: bool = setting(
+        True,
+        "with the stream function: v = 0 on the inlet as a loss term (psi of order 1 there), not held at the restart's",
+    )
 
 
 def inflow(t):
@@ -172,6 +176,13 @@ def outlet_conditions(count: int):
     ]
 
 
+def inlet_condition(count: int):
+    """``v = 0`` on the inlet ``x = 0`` (sampled on the face), for ``--soft-inlet``."""
+    from hodiff import pinn
+
+    return pinn.Condition(lambda d, x, n: d["v"], ("v",), on="boundary", where="left", count=count, name="inlet_v")
+
+
 def build(settings: ChannelSettings, end: float = END):
     """The problem on ``[0, 2] x [0, 1] x [0, end]`` (one window's hard conditions) and the network."""
     from hodiff import pinn
@@ -180,13 +191,17 @@ def build(settings: ChannelSettings, end: float = END):
         raise ValueError(f"--restart-nodes {settings.restart_nodes}: give 0 (off) or at least 2 nodes a side.")
     domain = channel(end)
     one = windows(dataclasses.replace(settings, time_windows=1), end / settings.time_windows)
+    soft_inlet = settings.stream_function and settings.soft_inlet
+    conditions = outlet_conditions(settings.outlet_points) + (
+        [inlet_condition(settings.outlet_points)] if soft_inlet else []
+    )
     problem = pinn.Problem(
         domain,
         needs=("u", "v", "u_t", "v_t", "u_x", "u_y", "v_x", "v_y", "p_x", "p_y", "u_xx", "u_yy", "v_xx", "v_yy"),
         residual=residual,
         fields=FIELDS,
         residual_names=("momentum_x", "momentum_y", "continuity"),
-        conditions=outlet_conditions(settings.outlet_points),
+        conditions=conditions,
         output_transform=one.output_transform(domain, 0.0, None),
         weights={"continuity": settings.continuity_weight},
     )
@@ -201,7 +216,8 @@ def build(settings: ChannelSettings, end: float = END):
     )
     if settings.stream_function:  # psi's envelope: psi and its normal derivative vanish at the inlet and the walls
         thickness = {"x": settings.inlet_thickness} if settings.inlet_thickness else None
-        model = pinn.StreamFunction(model, domain, ("x", "y"), walls={"x": (2, 0), "y": (2, 2)}, thickness=thickness)
+        walls = {"x": (1 if soft_inlet else 2, 0), "y": (2, 2)}  # order 1: psi = 0, u held, v free on the inlet
+        model = pinn.StreamFunction(model, domain, ("x", "y"), walls=walls, thickness=thickness)
     return problem, model
 
 

@@ -54,7 +54,7 @@ def test_the_hard_conditions_hold_in_every_window(stream):
     from hodiff import pinn
 
     settings = dataclasses.replace(
-        ns2d_lt.EXAMPLE.presets["fast"], restart_nodes=ns2d_lt.RESTART_NODES, stream_function=stream
+        ns2d_lt.EXAMPLE.presets["fast"], restart_nodes=ns2d_lt.RESTART_NODES, stream_function=stream, soft_inlet=False
     )
     problem, model = ns2d_lt.build(settings)
     windows = ns2d_lt.windows(settings)
@@ -151,6 +151,27 @@ def test_the_stream_function_network_trains_as_built():
     problem, model = ns2d_lt.build(settings)
     trainer = make_trainer(ns2d_lt.windows(settings).problem(problem, 0), model, settings, progress=False)
     assert trainer.model is model
+
+
+def test_the_soft_inlet_holds_u_and_leaves_v_to_its_loss_term():
+    """``--soft-inlet`` (the default with the stream function): psi of order 1 at the inlet, so that u there is the
+    inflow exactly and v is the network's, pulled to 0 by the condition ``inlet_v``; ``--no-soft-inlet`` holds v."""
+    import dataclasses
+
+    import tensorflow as tf
+
+    from hodiff import pinn
+
+    settings = ns2d_lt.EXAMPLE.presets["fast"]
+    problem, model = ns2d_lt.build(settings)
+    assert model.walls["x"] == (1, 0) and "inlet_v" in problem.term_names
+    solution = ns2d_lt.windows(settings).problem(problem, 0).solution(pinn.windows.freeze(model))
+    y, t = np.linspace(0.1, 0.9, 9), np.linspace(0.3, 2.4, 9)
+    inlet = solution(tf.constant(np.column_stack([np.zeros(9), y, t]))).numpy()
+    np.testing.assert_allclose(inlet[:, 0], np.sin(np.pi * y) * ref.inflow(t), atol=1e-13)
+    assert np.abs(inlet[:, 1]).max() > 1e-4  # v is free there
+    hard_problem, hard_model = ns2d_lt.build(dataclasses.replace(settings, soft_inlet=False))
+    assert hard_model.walls["x"] == (2, 0) and "inlet_v" not in hard_problem.term_names
 
 
 def test_the_inlet_thickness_reaches_the_stream_function():
