@@ -13,11 +13,12 @@ What the example combines:
 
 - the velocity as the curl of a stream function (:class:`hodiff.pinn.StreamFunction`, ``--stream-function``,
   the default): ``(u, v) = sin(pi y) (g(t) - g(t_k)) e_x + previous + (t - t_k) / L curl(psi)``,
-  ``psi = (1 - exp(-x / 0.1))^2 (4y(1 - y))^2 N_psi`` (``--inlet-thickness 0.1``: the inflow's profile adjusts to the
-  channel's within about 0.1 of the inlet, where ``(x/2)^2`` would be 0.0025): continuity exact, and the inflow, no
-  slip and the window's initial values too (``t_k`` the window's start, ``L`` its length, ``previous`` the window
-  before at ``t_k``, at rest in the first); the pressure has no initial condition (incompressible flow has none to
-  give).
+  ``psi = (1 - exp(-x / 0.1)) (4y(1 - y))^2 N_psi`` (``--inlet-thickness 0.1``: the inflow's profile adjusts to the
+  channel's within about 0.1 of the inlet): continuity exact, and the inflow's u, no slip and the window's initial
+  values too (``t_k`` the window's start, ``L`` its length, ``previous`` the window before at ``t_k``, at rest in the
+  first); the inflow's ``v = 0`` is a loss term (``--soft-inlet``: a restart's error in v there is corrected in the
+  window rather than held through it; ``--no-soft-inlet``: psi of order 2 at the inlet, v held); the pressure has no
+  initial condition (incompressible flow has none to give).
   ``--no-stream-function``: the network gives ``(u, v, p)``, ``u = sin(pi y) g(t) + (previous - sin(pi y)
   g(t_k)) + D N_u``, ``v = previous + D N_v`` with ``D = x/2 4y(1 - y) (t - t_k) / L``, and continuity is a
   loss term (``--continuity-weight``: its terms are about 30 times smaller than the momentum equations', and

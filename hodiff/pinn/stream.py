@@ -21,7 +21,7 @@ across the whole domain: with order 2 at the inlet of a channel of length 2, ``(
 flow changes within a short distance of a wall (an inflow profile that adjusts, a wall layer), give
 that coordinate a ``thickness``: its factors become ``1 - exp(-d / thickness)``, ``d`` the distance
 to the wall, which vanish at the wall with the same order and are within 5% of 1 three thicknesses
-away (on ``ns2d_lt`` a thickness of 0.1 at the inlet halved the velocity's error).
+away (on ``ns2d_lt`` a thickness of 0.1 at the inlet halved the velocity's error over ``t <= 1``).
 
 The velocity is the gradient of ``psi`` taken inside the network's call, so the PDE's second
 partials of the velocity are third partials of the network: a training step costs about three
