@@ -64,7 +64,9 @@ class ChannelSettings(Settings):
     architecture: str = setting("modified", "the network: plain MLP or modified MLP", choices=("mlp", "modified"))
     pressure_lift: bool = setting(True, "p = (2 - x) (2 / pi) g'(t) + S N_p: the drop that accelerates the inflow")
     pressure_scale: float = setting(1.0, "S: the scale of the network's pressure output", positive=True)
-    outlet_points: int = setting(OUTLET_POINTS, "points on the outlet x = 2 per window", positive=True)
+    outlet_points: int = setting(
+        OUTLET_POINTS, "points on the outlet x = 2 (and on the inlet, with --soft-inlet) per window", positive=True
+    )
     continuity_weight: float = setting(1.0, "loss weight of the continuity equation (its terms are ~30x smaller)")
     restart_nodes: int = setting(
         RESTART_NODES, "each window starts from the Chebyshev series of the one before on these nodes a side; 0: off"
@@ -73,7 +75,7 @@ class ChannelSettings(Settings):
         True, "the network's velocity from a stream function (pinn.StreamFunction): continuity exact, at every time"
     )
     inlet_thickness: float = setting(
-        INLET_THICKNESS, "with the stream function: its inlet factor 1 - exp(-x / this) rises within this; 0: (x/2)^2"
+        INLET_THICKNESS, "with the stream function: its inlet factor 1 - exp(-x / this) rises within this; 0: x / 2"
     )
     soft_inlet: bool = setting(
         True,
@@ -215,7 +217,7 @@ def build(settings: ChannelSettings, end: float = END):
         seed=settings.seed,
         architecture=settings.architecture,
     )
-    if settings.stream_function:  # psi's envelope: psi and its normal derivative vanish at the inlet and the walls
+    if settings.stream_function:  # psi's envelope: psi and its normal derivative vanish on the walls, psi on the inlet
         thickness = {"x": settings.inlet_thickness} if settings.inlet_thickness else None
         walls = {"x": (1 if soft_inlet else 2, 0), "y": (2, 2)}  # order 1: psi = 0, u held, v free on the inlet
         model = pinn.StreamFunction(model, domain, ("x", "y"), walls=walls, thickness=thickness)

@@ -175,7 +175,7 @@ def test_the_soft_inlet_holds_u_and_leaves_v_to_its_loss_term():
 
 
 def test_the_inlet_thickness_reaches_the_stream_function():
-    """``--inlet-thickness`` is the stream function's thickness at the inlet (``x``); 0 leaves the factor (x/2)^2."""
+    """``--inlet-thickness`` is the stream function's thickness at the inlet (``x``); 0 leaves the scaled x / 2."""
     import dataclasses
 
     settings = ns2d_lt.EXAMPLE.presets["default"]
