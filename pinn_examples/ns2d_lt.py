@@ -81,6 +81,7 @@ class ChannelSettings(Settings):
         True,
         "with the stream function: v = 0 on the inlet as a loss term (psi of order 1 there), not held at the restart's",
     )
+    inlet_weight: float = setting(1.0, "loss weight of the inlet's v = 0 (--soft-inlet)")
 
 
 def inflow(t):
@@ -206,7 +207,10 @@ def build(settings: ChannelSettings, end: float = END):
         residual_names=("momentum_x", "momentum_y", "continuity"),
         conditions=conditions,
         output_transform=one.output_transform(domain, 0.0, None),
-        weights={"continuity": settings.continuity_weight},
+        weights={
+            "continuity": settings.continuity_weight,
+            **({"inlet_v": settings.inlet_weight} if soft_inlet else {}),
+        },
     )
     model = pinn.mlp(
         domain,
