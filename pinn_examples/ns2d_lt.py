@@ -81,7 +81,7 @@ class ChannelSettings(Settings):
         True,
         "with the stream function: v = 0 on the inlet as a loss term (psi of order 1 there), not held at the restart's",
     )
-    inlet_weight: float = setting(1.0, "loss weight of the inlet's v = 0 (--soft-inlet)")
+    inlet_weight: float = setting(10.0, "loss weight of the inlet's v = 0 (--soft-inlet)")
 
 
 def inflow(t):
