@@ -82,6 +82,7 @@ class ChannelSettings(Settings):
         "with the stream function: v = 0 on the inlet as a loss term (psi of order 1 there), not held at the restart's",
     )
     inlet_weight: float = setting(10.0, "loss weight of the inlet's v = 0 (--soft-inlet)")
+    outlet_weight: float = setting(1.0, "loss weight of the outlet's two stress-free conditions")
 
 
 def inflow(t):
@@ -209,6 +210,8 @@ def build(settings: ChannelSettings, end: float = END):
         output_transform=one.output_transform(domain, 0.0, None),
         weights={
             "continuity": settings.continuity_weight,
+            "outlet_normal": settings.outlet_weight,
+            "outlet_shear": settings.outlet_weight,
             **({"inlet_v": settings.inlet_weight} if soft_inlet else {}),
         },
     )
@@ -295,11 +298,11 @@ EXAMPLE = Example(
         "default": ChannelSettings(
             interior=2048,
             adam_steps=0,
-            lbfgs_iterations=500,
+            lbfgs_iterations=750,
             quasi_newton="bfgs",
             width=32,
             depth=4,
-            dtype="float64",
+            dtype="float32",
             steps_per_call=100,
             time_windows=10,
         ),

@@ -129,15 +129,18 @@ def test_bad_flags_are_refused(flags, message, tmp_path, capsys):
     assert message in capsys.readouterr().err + str(raised.value)
 
 
-def test_the_continuity_and_inlet_weights_reach_the_loss():
+def test_the_continuity_inlet_and_outlet_weights_reach_the_loss():
     import dataclasses
 
-    settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["fast"], continuity_weight=100.0, inlet_weight=3.0)
+    fast = ns2d_lt.EXAMPLE.presets["fast"]
+    settings = dataclasses.replace(fast, continuity_weight=100.0, inlet_weight=3.0, outlet_weight=0.5)
     problem, _ = ns2d_lt.build(settings)
-    assert problem.weights == {"continuity": 100.0, "inlet_v": 3.0}
-    assert ns2d_lt.build(ns2d_lt.EXAMPLE.presets["fast"])[0].weights == {"continuity": 1.0, "inlet_v": 10.0}
-    held = dataclasses.replace(ns2d_lt.EXAMPLE.presets["fast"], soft_inlet=False)  # no inlet term to weight
-    assert ns2d_lt.build(held)[0].weights == {"continuity": 1.0}
+    outlet = {"outlet_normal": 0.5, "outlet_shear": 0.5}
+    assert problem.weights == {"continuity": 100.0, "inlet_v": 3.0, **outlet}
+    unweighted = {"outlet_normal": 1.0, "outlet_shear": 1.0}
+    assert ns2d_lt.build(fast)[0].weights == {"continuity": 1.0, "inlet_v": 10.0, **unweighted}
+    held = dataclasses.replace(fast, soft_inlet=False)  # no inlet term to weight
+    assert ns2d_lt.build(held)[0].weights == {"continuity": 1.0, **unweighted}
     default = ns2d_lt.EXAMPLE.presets["default"]  # the stream function: continuity exact, its weight moot
     assert default.stream_function and ns2d_lt.build(default)[0].weights["continuity"] == 1.0
 
