@@ -30,8 +30,8 @@ What the example combines:
   (``--restart-nodes`` nodes a side, :class:`hodiff.pinn.SeriesRestart`: every window costs the same, and the
   series holds the inflow and the walls as the window before did); with the stream function the series'
   velocity is itself a curl (``SeriesRestart(divergence_free=(0, 1))``), so no restart hands on a divergence;
-- the modified MLP, float64, self-scaled BFGS in each window (no Adam steps by default); the two outlet
-  conditions are loss terms.
+- the modified MLP, float32 (750 self-scaled BFGS iterations in each window cost what float64's 500 did), no Adam
+  steps by default; the two outlet conditions are loss terms (``--outlet-weight``).
 
 The error is PINNacle's L2RE over (u, v, p) together (target 1e-1) and over (u, v) (target 5e-2), at
 20,000 fixed points uniform in the space-time box (times > 0, multiples of 0.01), against the
