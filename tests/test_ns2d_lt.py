@@ -120,6 +120,8 @@ def test_fast_run_scores_evaluates_and_resumes(tmp_path, monkeypatch):
         (["--pressure-scale", "0"], "--pressure-scale"),
         (["--time-windows", "0"], "out of range"),
         (["--continuity-weight", "-1"], "continuity"),
+        (["--inlet-weight", "-1"], "argument --inlet-weight: '-1' is out of range; give a number >= 0"),
+        (["--outlet-weight", "-1"], "argument --outlet-weight: '-1' is out of range; give a number >= 0"),
         (["--restart-nodes", "1"], "--restart-nodes 1: give 0 (off) or at least 2 nodes a side"),
     ],
 )
