@@ -122,6 +122,7 @@ def test_fast_run_scores_evaluates_and_resumes(tmp_path, monkeypatch):
         (["--continuity-weight", "-1"], "continuity"),
         (["--inlet-weight", "-1"], "argument --inlet-weight: '-1' is out of range; give a number >= 0"),
         (["--outlet-weight", "-1"], "argument --outlet-weight: '-1' is out of range; give a number >= 0"),
+        (["--outlet-taper", "-1"], "argument --outlet-taper: '-1' is out of range; give a number >= 0"),
         (["--restart-nodes", "1"], "--restart-nodes 1: give 0 (off) or at least 2 nodes a side"),
     ],
 )
@@ -145,6 +146,20 @@ def test_the_continuity_inlet_and_outlet_weights_reach_the_loss():
     assert ns2d_lt.build(held)[0].weights == {"continuity": 1.0, **unweighted}
     default = ns2d_lt.EXAMPLE.presets["default"]  # the stream function: continuity exact, its weight moot
     assert default.stream_function and ns2d_lt.build(default)[0].weights["continuity"] == 1.0
+
+
+def test_the_outlet_shear_condition_is_tapered_towards_the_walls():
+    """``--outlet-taper k``: the shear residual ``u_y + v_x`` times ``(4y(1 - y))^k`` (1 mid-channel, 0 at the walls,
+    where no slip and the stress-free outlet meet); ``k = 0`` the uniform condition."""
+    import dataclasses
+
+    y = np.array([0.0, 0.1, 0.5, 0.9, 1.0])
+    d, x = {"u_y": np.full(5, 3.0), "v_x": np.full(5, -1.0)}, {"x": np.full(5, 2.0), "y": y}
+    for taper in (0.0, 1.0, 2.0):
+        settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["fast"], outlet_taper=taper)
+        (shear,) = [c for c in ns2d_lt.build(settings)[0].conditions if c.name == "outlet_shear"]
+        np.testing.assert_allclose(shear.function(d, x, {}), 2.0 * (4.0 * y * (1.0 - y)) ** taper, atol=1e-15)
+    assert ns2d_lt.EXAMPLE.presets["default"].outlet_taper == ns2d_lt.OUTLET_TAPER == 2.0
 
 
 def test_the_stream_function_network_trains_as_built():
