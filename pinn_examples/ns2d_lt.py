@@ -309,7 +309,7 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": ChannelSettings(
-            interior=2048,
+            interior=2560,
             adam_steps=0,
             lbfgs_iterations=750,
             quasi_newton="bfgs",
