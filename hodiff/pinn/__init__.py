@@ -32,7 +32,17 @@ from hodiff.pinn.callbacks import (
     RelativeL2Error,
     ResidualResampling,
 )
-from hodiff.pinn.conditions import Condition, Data, Dirichlet, Initial, Neumann, Periodic, Robin, hard_initial
+from hodiff.pinn.conditions import (
+    Condition,
+    Data,
+    Dirichlet,
+    Initial,
+    Neumann,
+    Periodic,
+    Refinement,
+    Robin,
+    hard_initial,
+)
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.deeponet import DeepONet
 from hodiff.pinn.diagnostics import StallDiagnostic
@@ -103,6 +113,7 @@ __all__ = [
     "Output",
     "RelativeL2Error",
     "ResidualResampling",
+    "Refinement",
     "Robin",
     "Schedule",
     "SeriesRestart",

@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from hodiff.pinn.names import NeededValues, named_partials, need_key, parse_needs
 
-__all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic", "Robin", "hard_initial"]
+__all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic", "Refinement", "Robin", "hard_initial"]
 
 Value = float | Callable[[dict], tf.Tensor]
 Partials = Callable[[Callable, tf.Tensor, tuple], dict]
@@ -98,6 +98,74 @@ def _outside(domain: Any, points: np.ndarray) -> np.ndarray:
         return np.flatnonzero(~np.asarray(domain.contains(points), dtype=bool))
     slack = 1e-9 * (domain.high - domain.low)
     return np.flatnonzero(np.any((points < domain.low - slack) | (points > domain.high + slack), axis=1))
+
+
+def select_points(
+    domain: Any, draw: Callable[[int, int], np.ndarray], where: Callable, count: int, seed: int, kind: str, place: str
+) -> np.ndarray:
+    """``count`` rows of ``draw(n, seed)`` whose points ``where`` keeps, drawing 4, 16, 64, then 256 times
+    ``count``; ``kind`` and ``place`` name the caller and the point set in errors."""
+    width = len(domain.coords)
+    for factor in (4, 16, 64, 256):
+        rows = draw(factor * count, seed)
+        keep = np.asarray(where({c: rows[:, i] for i, c in enumerate(domain.coords)}), dtype=bool)
+        if keep.shape != (len(rows),):
+            raise ValueError(
+                f"{kind}: where(x) must return one bool per point, shape (N,); it returned shape {keep.shape}."
+            )
+        if keep.sum() >= count:
+            return rows[keep][:count]
+    if not keep.any():
+        raise ValueError(
+            f"{kind}: where={where!r} selects no points on {place!r} of the domain {domain.coords}; check the "
+            "predicate (compare with a tolerance, not ==)."
+        )
+    raise ValueError(
+        f"{kind}: where={where!r} keeps only {keep.mean():.2g} of the {place} points ({int(keep.sum())} of "
+        f"{len(keep)} drawn, width {width}); widen the selection."
+    )
+
+
+class Refinement:
+    """More interior points where the residual needs them: ``count`` points of the domain's interior where
+    ``where(x)`` holds, added to the problem's interior points (``Problem(refinements=...)``).
+
+    They are interior points like the others: the residual terms are means over all of them, so the selected
+    region counts ``count`` points more in the loss, in the same pass (a :class:`Condition` on ``"interior"``
+    with ``where`` would add a loss term of its own and a pass of its own). Drawn by the problem's sampling from
+    seed ``seed + 1 + (number of conditions) + i`` for the ``i``-th refinement; residual-based resampling and
+    ``fresh_points`` redraw every interior point, these included, uniformly or by the residual.
+
+    Args:
+      where: ``where(x) -> bool array``, ``x`` the coordinate columns as numpy arrays: the region.
+      count: how many points, an int >= 1.
+
+    Example:
+      ```python
+      import numpy as np
+      from hodiff import pinn
+
+      domain = pinn.Interval("x", 0.0, 1.0)
+      near_wall = pinn.Refinement(lambda x: x["x"] < 0.1, count=32)
+      problem = pinn.Problem(
+          domain, needs=("u_xx",), residual=lambda d, x, p: d["u_xx"] + 1.0, refinements=[near_wall]
+      )
+      interior = problem.sample_points(64)["interior"]
+      assert interior.shape == (96, 1) and np.all(interior[64:, 0] < 0.1)
+      ```
+    """
+
+    def __init__(self, where: Callable[[dict], Any], count: int):
+        if not callable(where):
+            raise TypeError(f"Refinement: where must be a predicate where(x) -> bool array, got {where!r}.")
+        if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 1:
+            raise ValueError(f"Refinement: count must be an int >= 1 (how many points), got {count!r}.")
+        self.where, self.count = where, int(count)
+
+    def sample(self, domain: Any, method: str, seed: int) -> np.ndarray:
+        """The ``(count, d)`` points, deterministic for a given ``seed``."""
+        draw = lambda count, s: domain.sample_interior(count, method, s)  # noqa: E731
+        return select_points(domain, draw, self.where, self.count, seed, "Refinement", "interior")
 
 
 class Condition:
@@ -274,26 +342,8 @@ class Condition:
 
     def _selected(self, domain: Any, draw: Callable[[int, int], np.ndarray], seed: int) -> np.ndarray:
         """``count`` rows of ``draw`` whose points ``where`` keeps, oversampling as needed."""
-        width = len(domain.coords)
-        for factor in (4, 16, 64, 256):
-            rows = draw(factor * self.count, seed)
-            keep = np.asarray(self.where({c: rows[:, i] for i, c in enumerate(domain.coords)}), dtype=bool)
-            if keep.shape != (len(rows),):
-                raise ValueError(
-                    f"{type(self).__name__} {self.name!r}: where(x) must return one bool per point, shape (N,); it "
-                    f"returned shape {keep.shape}."
-                )
-            if keep.sum() >= self.count:
-                return rows[keep][: self.count]
-        if not keep.any():
-            raise ValueError(
-                f"{type(self).__name__} {self.name!r}: where={self.where!r} selects no points on {self.on!r} of "
-                f"the domain {domain.coords}; check the predicate (compare with a tolerance, not ==)."
-            )
-        raise ValueError(
-            f"{type(self).__name__} {self.name!r}: where={self.where!r} keeps only {keep.mean():.2g} of the "
-            f"{self.on} points ({int(keep.sum())} of {len(keep)} drawn, width {width}); widen the selection or "
-            "give the points as on=array."
+        return select_points(
+            domain, draw, self.where, self.count, seed, f"{type(self).__name__} {self.name!r}", self.on
         )
 
     def evaluate(self, d: dict, x: Mapping, n: dict, arrays: dict[str, tf.Tensor]) -> Any:

@@ -98,10 +98,15 @@ def sample_points(problem: Problem, interior: int, sampling: str = "sobol", seed
     """The training points of ``problem``: ``{"interior": (interior, d), condition name: {"points": ..., ...}}``.
 
     The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i`` (numpy arrays;
-    conditions with given points return them). :meth:`Problem.sample_points
-    <hodiff.pinn.Problem.sample_points>` is this function.
+    conditions with given points return them); the problem's refinements add their points after the
+    ``interior`` uniform ones, refinement ``i`` drawn with ``seed + 1 + len(conditions) + i``.
+    :meth:`Problem.sample_points <hodiff.pinn.Problem.sample_points>` is this function.
     """
-    points: dict[str, Any] = {"interior": problem.domain.sample_interior(interior, sampling, seed)}
+    first = seed + 1 + len(problem.conditions)  # the refinements' seeds: the interior and conditions' stay as they were
+    extra = [r.sample(problem.domain, sampling, first + i) for i, r in enumerate(problem.refinements)]
+    points: dict[str, Any] = {
+        "interior": np.concatenate([problem.domain.sample_interior(interior, sampling, seed), *extra])
+    }
     for i, condition in enumerate(problem.conditions):
         points[condition.name] = condition.sample(problem.domain, sampling, seed + 1 + i)
     return points
@@ -169,7 +174,10 @@ class TrainingData:
 
     def settings(self) -> dict[str, Any]:
         """The data's part of a run's settings (stored with the checkpoints)."""
-        return {"interior": self.interior_count, "sampling": self.sampling, "seed": self.seed}
+        settings = {"interior": self.interior_count, "sampling": self.sampling, "seed": self.seed}
+        if self.problem.refinements:
+            settings["refinements"] = [refinement.count for refinement in self.problem.refinements]
+        return settings
 
     # ----------------------------------------------------------------------------- variables
     def build(self, model: keras.Model, strategy: Any = None, add_weight: Callable | None = None) -> None:

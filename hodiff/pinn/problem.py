@@ -32,7 +32,7 @@ import tensorflow as tf
 from hodiff import _validate, operators
 from hodiff.jets import propagation, rules
 from hodiff.pinn import names
-from hodiff.pinn.conditions import Condition, named_columns
+from hodiff.pinn.conditions import Condition, Refinement, named_columns
 from hodiff.pinn.geometry import Box
 
 __all__ = ["CausalWeights", "Problem", "Stochastic"]
@@ -191,6 +191,8 @@ class Problem:
         evaluated there instead of at the points themselves (e.g. a time window's local time,
         :class:`~hodiff.pinn.TimeWindows`); the residual, the conditions and ``output_transform``
         still see the points. Derivatives go through it (chain rule). ``None`` (default): none.
+      refinements: :class:`~hodiff.pinn.Refinement` objects: more interior points in the regions they select,
+        added to the uniform ones (the residual terms are means over all of them). Default: none.
       residual_names: the loss-term names of the residuals, one per equation. ``None``
         (default): the keys of a dict residual (found by calling the residual once on dummy
         values at construction), else ``("residual",)``; a tuple of several equations must be
@@ -225,7 +227,14 @@ class Problem:
         unbiased: bool = True,
         partials_method: str = "nested",
         input_transform: Callable[[tf.Tensor], tf.Tensor] | None = None,
+        refinements: Sequence[Refinement] = (),
     ):
+        for refinement in refinements:
+            if not isinstance(refinement, Refinement):
+                raise TypeError(
+                    f"Problem: refinements must be hodiff.pinn.Refinement objects, got {type(refinement).__name__}."
+                )
+        self.refinements = tuple(refinements)
         if input_transform is not None and not callable(input_transform):
             raise TypeError(
                 f"Problem: input_transform must be a function (N, d) points -> (N, d) points, or None; got "
@@ -338,7 +347,10 @@ class Problem:
     def replace(self, **changes: Any) -> Problem:
         """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``; ``domain``
         for the same problem on another domain, e.g. a time window)."""
-        allowed = ("causal", "weights", "output_transform", "unbiased", "partials_method", "domain", "input_transform")
+        allowed = (
+            "causal", "weights", "output_transform", "unbiased", "partials_method", "domain", "input_transform",
+            "refinements",
+        )  # fmt: skip
         unknown = set(changes) - set(allowed)
         if unknown:
             raise ValueError(
@@ -358,6 +370,7 @@ class Problem:
             "unbiased": self.unbiased,
             "partials_method": self.partials_method,
             "input_transform": self.input_transform,
+            "refinements": self.refinements,
         }
         return Problem(**{**arguments, **changes})
 
@@ -397,7 +410,8 @@ class Problem:
     def sample_points(self, interior: int, method: str = "sobol", seed: int = 0) -> dict[str, Any]:
         """The training points: ``{"interior": (interior, d), condition name: {"points": ..., ...}}``.
 
-        The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i``
+        The interior is drawn with ``seed``, condition ``i`` with ``seed + 1 + i``; the :attr:`refinements`' points
+        follow the uniform ones in ``"interior"``
         (:func:`hodiff.pinn.data.sample_points`, where the training data draws its points).
         """
         from hodiff.pinn.data import sample_points  # data builds on the problem
