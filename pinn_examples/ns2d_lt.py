@@ -62,7 +62,7 @@ OUTLET_POINTS = 512  # per window
 INLET_THICKNESS = 0.1  # the inflow's profile adjusts to the channel's flow within about this of the inlet
 RESTART_NODES = 32  # Chebyshev-Gauss-Lobatto nodes a side: 0.0026 apart at the walls, 0.005 at the inlet
 INLET_BAND = 0.25  # the inflow's acceleration leaves its largest errors within this of the inlet
-INLET_BAND_POINTS = 512  # per window, added to the interior's
+INLET_BAND_POINTS = 512  # per window, added to the interior's 2,048 uniform ones
 OUTLET_TAPER = 2.0  # the shear condition conflicts with no slip at the outlet's corners (see outlet_conditions)
 TARGETS = {("u", "v", "p"): 1e-1, ("u", "v"): 5e-2}  # PINNacle's L2RE over these fields together
 
@@ -326,7 +326,7 @@ EXAMPLE = Example(
     reference=reference,
     presets={
         "default": ChannelSettings(
-            interior=2560,
+            interior=2048,
             adam_steps=0,
             lbfgs_iterations=750,
             quasi_newton="bfgs",

@@ -124,6 +124,8 @@ def test_fast_run_scores_evaluates_and_resumes(tmp_path, monkeypatch):
         (["--outlet-weight", "-1"], "argument --outlet-weight: '-1' is out of range; give a number >= 0"),
         (["--outlet-taper", "-1"], "argument --outlet-taper: '-1' is out of range; give a number >= 0"),
         (["--restart-nodes", "1"], "--restart-nodes 1: give 0 (off) or at least 2 nodes a side"),
+        (["--inlet-band-points", "-1"], "argument --inlet-band-points: '-1' is out of range"),
+        (["--inlet-band", "0"], "argument --inlet-band: '0' is out of range"),
     ],
 )
 def test_bad_flags_are_refused(flags, message, tmp_path, capsys):
@@ -160,6 +162,20 @@ def test_the_outlet_shear_condition_is_tapered_towards_the_walls():
         (shear,) = [c for c in ns2d_lt.build(settings)[0].conditions if c.name == "outlet_shear"]
         np.testing.assert_allclose(shear.function(d, x, {}), 2.0 * (4.0 * y * (1.0 - y)) ** taper, atol=1e-15)
     assert ns2d_lt.EXAMPLE.presets["default"].outlet_taper == ns2d_lt.OUTLET_TAPER == 2.0
+
+
+def test_the_inlet_band_adds_interior_points_near_the_inlet():
+    """``--inlet-band-points N --inlet-band w``: N interior points with ``x < w`` after the uniform ones (a
+    :class:`hodiff.pinn.Refinement`, in every window); 0 adds none."""
+    import dataclasses
+
+    settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["fast"], inlet_band_points=24, inlet_band=0.2)
+    problem = ns2d_lt.build(settings)[0]
+    window = ns2d_lt.windows(settings).problem(problem, 1, lambda points: 0.0 * points)
+    interior = window.sample_points(64)["interior"]
+    assert interior.shape == (88, 3) and np.all(interior[64:, 0] < 0.2) and np.all(interior[64:, 2] >= 2.5)
+    assert not ns2d_lt.build(dataclasses.replace(settings, inlet_band_points=0))[0].refinements
+    assert ns2d_lt.EXAMPLE.presets["default"].inlet_band_points == ns2d_lt.INLET_BAND_POINTS == 512
 
 
 def test_the_stream_function_network_trains_as_built():

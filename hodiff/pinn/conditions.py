@@ -5,7 +5,8 @@ square. The general :class:`Condition` takes any expression ``residual(d, x, n)`
 partials ``d`` (see :mod:`hodiff.pinn.names`), the coordinates ``x`` and the outward normal
 ``n``; :class:`Dirichlet`, :class:`Neumann`, :class:`Robin`, :class:`Initial`,
 :class:`Periodic` and :class:`Data` are thin uses of it. Values are a number or a function of
-the named coordinates, ``value(x)`` with ``x["t"]`` a tensor of shape ``(N,)``.
+the named coordinates, ``value(x)`` with ``x["t"]`` a tensor of shape ``(N,)``. A :class:`Refinement` is no
+condition: it adds interior points for the residual in a region, drawn as a condition's ``where`` selects them.
 
 Example:
   ```python
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from hodiff import _validate
 from hodiff.pinn.names import NeededValues, named_partials, need_key, parse_needs
 
 __all__ = ["Condition", "Data", "Dirichlet", "Initial", "Neumann", "Periodic", "Refinement", "Robin", "hard_initial"]
@@ -158,9 +160,8 @@ class Refinement:
     def __init__(self, where: Callable[[dict], Any], count: int):
         if not callable(where):
             raise TypeError(f"Refinement: where must be a predicate where(x) -> bool array, got {where!r}.")
-        if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 1:
-            raise ValueError(f"Refinement: count must be an int >= 1 (how many points), got {count!r}.")
-        self.where, self.count = where, int(count)
+        _validate.check_count(count, "count", "Refinement")
+        self.where, self.count = where, count
 
     def sample(self, domain: Any, method: str, seed: int) -> np.ndarray:
         """The ``(count, d)`` points, deterministic for a given ``seed``."""
