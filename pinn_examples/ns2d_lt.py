@@ -172,7 +172,7 @@ def windows(settings: ChannelSettings, end: float = END):
     return pinn.TimeWindows(settings.time_windows, initial, transform, restart, local_time=True)
 
 
-def outlet_conditions(count: int, taper: float = OUTLET_TAPER):
+def outlet_conditions(count: int, taper: float):
     """The stress-free outlet ``x = 2``: ``-p + 2 nu u_x = 0`` and ``(4y(1 - y))^taper (u_y + v_x) = 0`` (sampled on
     the face).
 
@@ -210,7 +210,7 @@ def inlet_condition(count: int):
     return pinn.Condition(lambda d, x, n: d["v"], ("v",), on="boundary", where="left", count=count, name="inlet_v")
 
 
-def inlet_band(count: int, band: float = INLET_BAND):
+def inlet_band(count: int, band: float):
     """``count`` more interior points with ``x < band``, where the inflow's acceleration adjusts to the channel."""
     from hodiff import pinn
 
