@@ -304,6 +304,15 @@ class Trainer:
         """The weighted total loss at the current weights."""
         return self._weighted(self._term_values())
 
+    def _resumed_loss(self) -> float:
+        """:attr:`final_loss` of a run that trains nothing more: the last history row's loss when that row was
+        logged at the weights the run holds now (the same points and loss weights, restored with them), so that
+        restoring a finished run does not build and run the loss again; evaluated otherwise."""
+        rows = self.history
+        if rows and rows[-1]["step"] == self.clock.position() and not self.problem.stochastic:
+            return float(rows[-1]["loss"])
+        return self.final_loss
+
     def _term_values(self) -> dict[str, float]:
         return self.data.terms(self._in_lbfgs)
 
@@ -351,9 +360,9 @@ class Trainer:
             raise ValueError(f"Trainer.adam: steps={steps!r} must be a multiple of steps_per_call={chunk}.")
         start = done = int(self.adam_steps.numpy())
         if self.clock.adam_stop is not None:
-            return AdamResult(done, 0, self.final_loss, f"already stopped: {self.clock.adam_stop['reason']}")
+            return AdamResult(done, 0, self._resumed_loss(), f"already stopped: {self.clock.adam_stop['reason']}")
         if done >= steps:
-            return AdamResult(done, 0, self.final_loss, f"already done: {done} steps taken (resumed run)")
+            return AdamResult(done, 0, self._resumed_loss(), f"already done: {done} steps taken (resumed run)")
         self.stop_training = False
         for callback in self.callbacks:
             callback.on_phase_begin(self, "adam")
