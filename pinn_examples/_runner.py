@@ -50,10 +50,18 @@ RUN_FILES = (*RESULT_FILES, "history.csv", "checkpoints", "tensorboard", "window
 
 
 def _setting(
-    default: Any, description: str, positive: bool = False, maximum: int | None = None, choices: tuple = ()
+    default: Any,
+    description: str,
+    positive: bool = False,
+    maximum: int | None = None,
+    choices: tuple = (),
+    off_or_least: int | None = None,
 ) -> Any:
-    """A :class:`Settings` field and how its flag parses: numbers are >= 0, or > 0 when ``positive``."""
-    metadata = {"help": description, "positive": positive, "maximum": maximum, "choices": choices}
+    """A :class:`Settings` field and how its flag parses: numbers are >= 0, or > 0 when ``positive``, and 0 (off)
+    or at least ``off_or_least`` when that is given (e.g. a restart grid's points a side)."""
+    metadata = {
+        "help": description, "positive": positive, "maximum": maximum, "choices": choices, "off_or_least": off_or_least
+    }  # fmt: skip
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -242,9 +250,14 @@ def predict_fields(trainer: Any, grid: np.ndarray, shape: tuple[int, ...], outsi
     return {name: values[:, i].reshape(shape) for i, name in enumerate(trainer.problem.fields)}
 
 
-def number(kind: type, positive: bool = False, maximum: int | None = None) -> Callable[[str], Any]:
-    """An argparse ``type``: a finite ``kind`` that is >= 0 (> 0 when ``positive``) and at most ``maximum``."""
+def number(
+    kind: type, positive: bool = False, maximum: int | None = None, off_or_least: int | None = None
+) -> Callable[[str], Any]:
+    """An argparse ``type``: a finite ``kind`` that is >= 0 (> 0 when ``positive``), at most ``maximum``, and 0 or
+    at least ``off_or_least``."""
     wanted = ("> 0" if positive else ">= 0") + (f" and <= {maximum}" if maximum is not None else "")
+    if off_or_least is not None:
+        wanted = f"0 (off) or >= {off_or_least}"
     noun = "an integer" if kind is int else "a number"
 
     def parse(text: str):
@@ -254,7 +267,8 @@ def number(kind: type, positive: bool = False, maximum: int | None = None) -> Ca
             raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; give {noun} {wanted}") from None
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{text!r} is not finite; give {noun} {wanted}")
-        if value < 0 or (positive and value == 0) or (maximum is not None and value > maximum):
+        below = off_or_least is not None and 0 < value < off_or_least
+        if value < 0 or below or (positive and value == 0) or (maximum is not None and value > maximum):
             raise argparse.ArgumentTypeError(f"{text!r} is out of range; give {noun} {wanted}")
         return value
 
@@ -299,7 +313,7 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
             kind = type(field.default)
             parser.add_argument(
                 flag,
-                type=number(kind, meta["positive"], meta["maximum"]),
+                type=number(kind, meta["positive"], meta["maximum"], meta["off_or_least"]),
                 default=None,
                 metavar=kind.__name__.upper(),
                 help=described,

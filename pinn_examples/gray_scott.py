@@ -55,7 +55,9 @@ class GrayScottSettings(Settings):
     box: float = setting(0.5, "half-width B of the box [-B, B]^2 of the points and the hard transform, in (0, 1]")
     fourier_features: int = setting(0, "random Fourier features of the scaled inputs; 0: none")
     fourier_scale: float = setting(1.0, "standard deviation of the Fourier features' frequencies")
-    restart_grid: int = setting(96, "each window starts from the cosine series of the one before on this grid; 0: off")
+    restart_grid: int = setting(
+        96, "each window starts from the cosine series of the one before on this grid; 0: off", off_or_least=2
+    )
 
 
 def residual(d, x, p):
@@ -130,8 +132,6 @@ def build(settings: GrayScottSettings, end: float = END):
 
     if not 0.0 < settings.box <= HALF:
         raise ValueError(f"--box {settings.box}: give the half-width of the box of the pattern, in (0, 1].")
-    if settings.restart_grid == 1 or settings.restart_grid < 0:
-        raise ValueError(f"--restart-grid {settings.restart_grid}: give 0 (off) or a grid of at least 2 points a side.")
     domain = centred_square(settings.box, end)
     one = windows(dataclasses.replace(settings, time_windows=1, restart_grid=0), end / settings.time_windows)
     problem = pinn.Problem(

@@ -53,7 +53,9 @@ class HeatSettings(Settings):
     t_period: float = setting(
         0.0, "period of the embedding of t; 0: twice the window's length (a window's times span half the circle)"
     )
-    restart_grid: int = setting(64, "each window starts from the sine series of the one before on this grid; 0: off")
+    restart_grid: int = setting(
+        64, "each window starts from the sine series of the one before on this grid; 0: off", off_or_least=2
+    )
     sine_walls: bool = setting(True, "u = 0 on the walls by sin(4 pi x) (0 on every x = k/4, period 1/2), not x(1-x)")
 
 
@@ -109,8 +111,6 @@ def build(settings: HeatSettings, end: float = END):
     """The problem on ``[0, 1]^2 x [0, end]`` (one window's hard conditions) and the network."""
     from hodiff import pinn
 
-    if settings.restart_grid == 1 or settings.restart_grid < 0:
-        raise ValueError(f"--restart-grid {settings.restart_grid}: give 0 (off) or a grid of at least 2 points a side.")
     domain = square(end)
     one = windows(dataclasses.replace(settings, time_windows=1), end / settings.time_windows)
     problem = pinn.Problem(

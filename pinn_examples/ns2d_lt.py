@@ -54,7 +54,8 @@ import numpy as np
 
 from pinn_examples._runner import Example, Settings, field_errors, setting
 from pinn_examples.cavity_reference import NU
-from pinn_examples.ns2d_lt_reference import END, LENGTH, SNAPSHOTS, ns2d_lt_reference, picture_points
+from pinn_examples.ns2d_lt_reference import END, INFLOW_WAVES, LENGTH, SNAPSHOTS, ns2d_lt_reference, picture_points
+from pinn_examples.ns2d_lt_reference import inflow as inflow_values
 from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 FIELDS = ("u", "v", "p")
@@ -77,7 +78,9 @@ class ChannelSettings(Settings):
     )
     continuity_weight: float = setting(1.0, "loss weight of the continuity equation (its terms are ~30x smaller)")
     restart_nodes: int = setting(
-        RESTART_NODES, "each window starts from the Chebyshev series of the one before on these nodes a side; 0: off"
+        RESTART_NODES,
+        "each window starts from the Chebyshev series of the one before on these nodes a side; 0: off",
+        off_or_least=2,
     )
     stream_function: bool = setting(
         True, "the network's velocity from a stream function (pinn.StreamFunction): continuity exact, at every time"
@@ -104,8 +107,8 @@ def inflow(t):
     """``g(t)`` and ``g'(t)`` (tensors)."""
     import tensorflow as tf
 
-    g = tf.sin(np.pi * t) + tf.sin(3.0 * np.pi * t) + tf.sin(5.0 * np.pi * t)
-    rate = np.pi * (tf.cos(np.pi * t) + 3.0 * tf.cos(3.0 * np.pi * t) + 5.0 * tf.cos(5.0 * np.pi * t))
+    g = sum(tf.sin(k * np.pi * t) for k in INFLOW_WAVES)
+    rate = np.pi * sum(k * tf.cos(k * np.pi * t) for k in INFLOW_WAVES)
     return g, rate
 
 
@@ -138,7 +141,7 @@ def hard_transform(length: float, lift: bool, scale: float, stream: bool):
         g, rate = inflow(t)
         profile = tf.sin(np.pi * y)
         distance = (t - start) / length if stream else 0.5 * s * 4.0 * y * (1.0 - y) * (t - start) / length
-        g_start = float(np.sin(np.pi * start) + np.sin(3.0 * np.pi * start) + np.sin(5.0 * np.pi * start))
+        g_start = float(inflow_values(start))
         drop = (LENGTH - s) * (2.0 / np.pi) * rate if lift else tf.zeros_like(s)
         dtype = outputs.dtype.as_numpy_dtype
         first, velocity, pressure = (np.array([row], dtype) for row in ([1, 0, 0], [1, 1, 0], [0, 0, 1]))
@@ -221,8 +224,6 @@ def build(settings: ChannelSettings, end: float = END):
     """The problem on ``[0, 2] x [0, 1] x [0, end]`` (one window's hard conditions) and the network."""
     from hodiff import pinn
 
-    if settings.restart_nodes == 1 or settings.restart_nodes < 0:
-        raise ValueError(f"--restart-nodes {settings.restart_nodes}: give 0 (off) or at least 2 nodes a side.")
     domain = channel(end)
     one = windows(dataclasses.replace(settings, time_windows=1), end / settings.time_windows)
     soft_inlet = settings.stream_function and settings.soft_inlet

@@ -49,9 +49,12 @@ SNAPSHOT_X, SNAPSHOT_Y = 101, 51
 REFERENCE_CELLS, REFERENCE_DT = 64, 0.0025
 
 
+INFLOW_WAVES = (1, 3, 5)  # the inflow's g(t) = sin(pi t) + sin(3 pi t) + sin(5 pi t)
+
+
 def inflow(t: np.ndarray | float) -> np.ndarray:
     """``g(t) = sin(pi t) + sin(3 pi t) + sin(5 pi t)``: the inflow ``u(0, y, t) = sin(pi y) g(t)``."""
-    return np.sin(np.pi * t) + np.sin(3.0 * np.pi * t) + np.sin(5.0 * np.pi * t)
+    return sum(np.sin(k * np.pi * t) for k in INFLOW_WAVES)
 
 
 def forcing(x: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:

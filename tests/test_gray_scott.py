@@ -140,7 +140,7 @@ def test_fast_run_with_windows_resumes_and_plots(tmp_path, monkeypatch):
         (["--architecture", "resnet"], "invalid choice"),
         (["--box", "0"], "--box 0.0: give the half-width of the box of the pattern, in (0, 1]"),
         (["--box", "1.5"], "--box 1.5: give the half-width"),
-        (["--restart-grid", "1"], "--restart-grid 1: give 0 (off) or a grid of at least 2"),
+        (["--restart-grid", "1"], "argument --restart-grid: '1' is out of range; give an integer 0 (off) or >= 2"),
     ],
 )
 def test_bad_flags_are_refused(flags, message, tmp_path, capsys):

@@ -115,7 +115,7 @@ def test_fast_run_with_windows_and_evaluate(tmp_path, monkeypatch):
     "flags, message",
     [
         (["--architecture", "resnet"], "invalid choice"),
-        (["--restart-grid", "1"], "--restart-grid 1: give 0 (off) or a grid of at least 2"),
+        (["--restart-grid", "1"], "argument --restart-grid: '1' is out of range; give an integer 0 (off) or >= 2"),
         (["--time-windows", "0"], "out of range"),
     ],
 )

@@ -123,7 +123,7 @@ def test_fast_run_scores_evaluates_and_resumes(tmp_path, monkeypatch):
         (["--inlet-weight", "-1"], "argument --inlet-weight: '-1' is out of range; give a number >= 0"),
         (["--outlet-weight", "-1"], "argument --outlet-weight: '-1' is out of range; give a number >= 0"),
         (["--outlet-taper", "-1"], "argument --outlet-taper: '-1' is out of range; give a number >= 0"),
-        (["--restart-nodes", "1"], "--restart-nodes 1: give 0 (off) or at least 2 nodes a side"),
+        (["--restart-nodes", "1"], "argument --restart-nodes: '1' is out of range; give an integer 0 (off) or >= 2"),
         (["--inlet-band-points", "-1"], "argument --inlet-band-points: '-1' is out of range"),
         (["--inlet-band", "0"], "argument --inlet-band: '0' is out of range"),
     ],
