@@ -60,8 +60,12 @@ def _setting(
     """A :class:`Settings` field and how its flag parses: numbers are >= 0, or > 0 when ``positive``, and 0 (off)
     or at least ``off_or_least`` when that is given (e.g. a restart grid's points a side)."""
     metadata = {
-        "help": description, "positive": positive, "maximum": maximum, "choices": choices, "off_or_least": off_or_least
-    }  # fmt: skip
+        "help": description,
+        "positive": positive,
+        "maximum": maximum,
+        "choices": choices,
+        "off_or_least": off_or_least,
+    }
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -255,9 +259,8 @@ def number(
 ) -> Callable[[str], Any]:
     """An argparse ``type``: a finite ``kind`` that is >= 0 (> 0 when ``positive``), at most ``maximum``, and 0 or
     at least ``off_or_least``."""
-    wanted = ("> 0" if positive else ">= 0") + (f" and <= {maximum}" if maximum is not None else "")
-    if off_or_least is not None:
-        wanted = f"0 (off) or >= {off_or_least}"
+    wanted = f"0 (off) or >= {off_or_least}" if off_or_least is not None else "> 0" if positive else ">= 0"
+    wanted += f" and <= {maximum}" if maximum is not None else ""
     noun = "an integer" if kind is int else "a number"
 
     def parse(text: str):

@@ -2,6 +2,7 @@
 reproduces the uninterrupted run, no silent overwrite, whole files after a kill, targets and exit
 status. Tiny settings on the heat equation keep each run to a few seconds."""
 
+import argparse
 import csv
 import dataclasses
 import hashlib
@@ -27,6 +28,7 @@ from pinn_examples._runner import (
     field_errors,
     make_strategy,
     memory_needed,
+    number,
     reference_fields,
     worker_output,
 )
@@ -258,6 +260,18 @@ def test_flags_refuse_non_finite_negative_and_out_of_range_values(flag, value, m
     error = capsys.readouterr().err
     assert info.value.code == 2 and f"argument {flag}: " in error and message in error
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_setting_that_is_off_or_at_least_a_size_takes_0_and_sizes_from_there():
+    parse = number(int, off_or_least=2)
+    assert [parse(text) for text in ("0", "2", "64")] == [0, 2, 64]
+    for text in ("1", "-1"):
+        with pytest.raises(
+            argparse.ArgumentTypeError, match=f"'{text}' is out of range; give an integer 0 \\(off\\) or >= 2"
+        ):
+            parse(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="give an integer 0 \\(off\\) or >= 2 and <= 8"):
+        number(int, maximum=8, off_or_least=2)("9")
 
 
 def test_causal_epsilon_zero_means_off(tmp_path, monkeypatch):
