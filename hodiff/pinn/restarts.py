@@ -250,8 +250,7 @@ def _chebyshev_polynomials(unit: tf.Tensor, samples: int) -> tf.Tensor:
 
 def _chebyshev_recurrence(unit: tf.Tensor, samples: int) -> tf.Tensor:
     """``T_0 .. T_{samples - 1}`` at ``unit``, ``(N, samples)``: ``T_{k+j} = 2 T_k T_j - T_{k-j}``, ``j = 1 .. k``,
-    doubling the degree each round, by products with constant picks (no slices, which XLA cannot differentiate
-    thrice)."""
+    doubling the degree each round (``_chebyshev_polynomials`` differentiates the result, not these steps)."""
     polynomials = tf.concat([tf.ones_like(unit), unit], axis=1)
     while polynomials.shape[1] < samples:
         k = polynomials.shape[1] - 1
