@@ -282,6 +282,7 @@ def test_resume_at_any_point_reproduces_the_uninterrupted_run(tmp_path, monkeypa
         patched.setattr(done.data, "terms", lambda *args: pytest.fail("the loss was evaluated"))
         finished = done.adam(40)
     assert finished.stop_reason.startswith("already done")
+    assert trainer(str(tmp_path / "none")).adam(0).stop_reason == "no Adam steps asked (steps=0)"
     assert finished.final_loss == pytest.approx(done.final_loss, rel=1e-12)
     assert comparable(done.history) == comparable(straight.history) and done.run_info == {"initial_error": 0.5}
     assert 0 < done.elapsed_seconds == straight.elapsed_seconds and done.final_loss == pytest.approx(

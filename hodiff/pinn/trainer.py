@@ -362,7 +362,8 @@ class Trainer:
         if self.clock.adam_stop is not None:
             return AdamResult(done, 0, self._resumed_loss(), f"already stopped: {self.clock.adam_stop['reason']}")
         if done >= steps:
-            return AdamResult(done, 0, self._resumed_loss(), f"already done: {done} steps taken (resumed run)")
+            reason = f"already done: {done} steps taken (resumed run)" if steps else "no Adam steps asked (steps=0)"
+            return AdamResult(done, 0, self._resumed_loss(), reason)
         self.stop_training = False
         for callback in self.callbacks:
             callback.on_phase_begin(self, "adam")
