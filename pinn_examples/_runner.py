@@ -29,6 +29,7 @@ import dataclasses
 import json
 import logging
 import math
+import numbers
 import os
 import shutil
 import subprocess
@@ -103,6 +104,24 @@ class Settings:
     )
     seed: int = _setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
     xla: bool = _setting(True, "compile the training steps with XLA; --no-xla starts seconds sooner (short runs)")
+
+    def __post_init__(self):
+        """Settings built in Python (``dataclasses.replace(preset, ...)``) obey the rules their flags parse by."""
+        for field in dataclasses.fields(self):
+            value, meta, kind = getattr(self, field.name), field.metadata, type(field.default)
+            if kind in (bool, str):
+                wrong = not isinstance(value, kind) or (meta["choices"] and value not in meta["choices"])
+                wanted = f"one of {', '.join(map(repr, meta['choices']))}" if meta["choices"] else f"a {kind.__name__}"
+            else:
+                numeric = numbers.Integral if kind is int else numbers.Real
+                bounds = (meta["positive"], meta["maximum"], meta["off_or_least"])
+                wrong = isinstance(value, bool) or not isinstance(value, numeric) or not _in_range(value, *bounds)
+                wanted = _wanted(kind, *bounds)
+            if wrong:
+                raise ValueError(
+                    f"{type(self).__name__}: {field.name}={value!r} is not allowed; give {wanted} "
+                    f"(the flag --{field.name.replace('_', '-')}: {meta['help']})"
+                )
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -254,25 +273,38 @@ def predict_fields(trainer: Any, grid: np.ndarray, shape: tuple[int, ...], outsi
     return {name: values[:, i].reshape(shape) for i, name in enumerate(trainer.problem.fields)}
 
 
+def _noun(kind: type) -> str:
+    return "an integer" if kind is int else "a number"
+
+
+def _wanted(kind: type, positive: bool, maximum: int | None, off_or_least: int | None) -> str:
+    """What a numeric setting takes, for its messages: ``"an integer 0 (off) or >= 2 and <= 8"``."""
+    wanted = f"0 (off) or >= {off_or_least}" if off_or_least is not None else "> 0" if positive else ">= 0"
+    return f"{_noun(kind)} {wanted}" + (f" and <= {maximum}" if maximum is not None else "")
+
+
+def _in_range(value: float, positive: bool, maximum: int | None, off_or_least: int | None) -> bool:
+    below = off_or_least is not None and 0 < value < off_or_least
+    too_large = maximum is not None and value > maximum
+    return math.isfinite(value) and not (value < 0 or below or (positive and value == 0) or too_large)
+
+
 def number(
     kind: type, positive: bool = False, maximum: int | None = None, off_or_least: int | None = None
 ) -> Callable[[str], Any]:
     """An argparse ``type``: a finite ``kind`` that is >= 0 (> 0 when ``positive``), at most ``maximum``, and 0 or
     at least ``off_or_least``."""
-    wanted = f"0 (off) or >= {off_or_least}" if off_or_least is not None else "> 0" if positive else ">= 0"
-    wanted += f" and <= {maximum}" if maximum is not None else ""
-    noun = "an integer" if kind is int else "a number"
+    wanted = _wanted(kind, positive, maximum, off_or_least)
 
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; give {noun} {wanted}") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not {_noun(kind)}; give {wanted}") from None
         if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not finite; give {noun} {wanted}")
-        below = off_or_least is not None and 0 < value < off_or_least
-        if value < 0 or below or (positive and value == 0) or (maximum is not None and value > maximum):
-            raise argparse.ArgumentTypeError(f"{text!r} is out of range; give {noun} {wanted}")
+            raise argparse.ArgumentTypeError(f"{text!r} is not finite; give {wanted}")
+        if not _in_range(value, positive, maximum, off_or_least):
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range; give {wanted}")
         return value
 
     return parse

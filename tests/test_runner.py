@@ -274,6 +274,29 @@ def test_a_setting_that_is_off_or_at_least_a_size_takes_0_and_sizes_from_there()
         number(int, maximum=8, off_or_least=2)("9")
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"restart_grid": 1}, "restart_grid=1 is not allowed; give an integer 0 (off) or >= 2 (the flag --restart"),
+        ({"interior": 0}, "interior=0 is not allowed; give an integer > 0"),
+        ({"interior": 4096.0}, "interior=4096.0 is not allowed; give an integer > 0"),
+        ({"seed": -1}, "seed=-1 is not allowed; give an integer >= 0 and <= 4294967295"),
+        ({"causal_epsilon": float("nan")}, "causal_epsilon=nan is not allowed; give a number >= 0"),
+        ({"dtype": "float16"}, "dtype='float16' is not allowed; give one of 'float32', 'float64'"),
+        ({"xla": 1}, "xla=1 is not allowed; give a bool"),
+    ],
+)
+def test_settings_built_in_python_obey_the_rules_of_their_flags(change, message):
+    from pinn_examples import gray_scott
+
+    preset = gray_scott.EXAMPLE.presets["default"]
+    with pytest.raises(ValueError) as info:
+        dataclasses.replace(preset, **change)
+    assert str(info.value).startswith(f"GrayScottSettings: {message}")
+    allowed = dataclasses.replace(preset, restart_grid=0, learning_rate=1, interior=np.int64(64))
+    assert (allowed.restart_grid, allowed.learning_rate, allowed.interior) == (0, 1, 64)
+
+
 def test_causal_epsilon_zero_means_off(tmp_path, monkeypatch):
     seen = {}
 
