@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hodiff import checks, jets, operators, stde, taylor
+from hodiff import _xla_gradients, checks, jets, operators, stde, taylor
 from hodiff._deprecation import warn_moved
 from hodiff.derivatives import (
     HVP_MODES,
@@ -68,6 +68,8 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), see __getattr__
     from hodiff.training.step import TrainStep
 
 __version__ = "0.1.0"
+
+_xla_gradients.register()  # slices and concatenations differentiate to any order under XLA
 
 _SUBPACKAGES = ("meta", "pinn", "training")
 _LAZY = {"TrainStep": "hodiff.training.step", "minimize_lbfgs": "hodiff.training.lbfgs"}

@@ -95,8 +95,8 @@ def two_networks(domain, space, settings):
     )
     inputs = keras.Input((len(domain.coords),), dtype=settings.dtype)
     spatial = inputs if len(space.coords) == len(domain.coords) else inputs[:, : len(space.coords)]
-    # (N, 1) columns placed by products and a sum: a concatenation puts XLA's DynamicUpdateSlice, which has
-    # no gradient, into the second derivatives
+    # (N, 1) columns placed by products and a sum, not a concatenation (written before hodiff registered the
+    # gradient of XLA's DynamicUpdateSlice, which a concatenation's derivatives are made of)
     first, second = np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])
     return keras.Model(inputs, keras.ops.add(u_net(inputs) * first, a_net(spatial) * second))
 

@@ -1,9 +1,9 @@
 """Keras networks for PINNs: an MLP or modified MLP with input scaling to [-1, 1] and optional
 (multi-scale) Fourier features.
 
-Every layer here is built from matrix products and elementwise functions only: slicing and
-concatenation put XLA's ``DynamicUpdateSlice`` into second derivatives, and it has no gradient
-for the third derivative that training a second-order PDE takes.
+Every layer here is built from matrix products and elementwise functions only: no slices or
+concatenations, whose derivatives under XLA are ``DynamicUpdateSlice`` ops, one more per order
+(TensorFlow has no gradient for it; :mod:`hodiff` registers one, ``hodiff._xla_gradients``).
 """
 
 from __future__ import annotations
@@ -73,9 +73,8 @@ class PeriodicEmbedding(keras.layers.Layer):
     """Replaces input columns by ``cos(2 pi x / period)`` and ``sin(2 pi x / period)``.
 
     The network is then exactly periodic in those coordinates (a hard periodic condition).
-    Built from matrix products only: slicing and concatenation would put XLA's
-    DynamicUpdateSlice into the second derivative, and it has no gradient for the third that
-    a PINN's training takes.
+    Built from matrix products only: no slices or concatenations, whose derivatives under XLA
+    are DynamicUpdateSlice ops (see the module docstring).
 
     References:
       Dong & Ni (2021), "A method for representing periodic functions and enforcing exactly
@@ -357,7 +356,7 @@ def mlp(
             return h
 
     # one linear layer on the concatenated outputs, written as a sum of one product per scale
-    # (a concatenation would put XLA's DynamicUpdateSlice into the derivatives)
+    # (no concatenation: see the module docstring)
     heads = [dense(outputs, name=f"output_{i}", layer_dtype=outer, use_bias=i == 0) for i in range(len(embeddings))]
     parts = [head(stack(h)) for head, h in zip(heads, embeddings)]
     output = parts[0] if len(parts) == 1 else keras.layers.Add(dtype=outer)(parts)
