@@ -60,6 +60,7 @@ from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 FIELDS = ("u", "v", "p")
 OUTLET_POINTS = 512  # per window
+INLET_POINTS = 512  # per window, for the inlet's v = 0
 INLET_THICKNESS = 0.1  # the inflow's profile adjusts to the channel's flow within about this of the inlet
 RESTART_NODES = 32  # Chebyshev-Gauss-Lobatto nodes a side: 0.0026 apart at the walls, 0.005 at the inlet
 INLET_BAND = 0.25  # the inflow's acceleration leaves its largest errors within this of the inlet
@@ -73,9 +74,7 @@ class ChannelSettings(Settings):
     architecture: str = setting("modified", "the network: plain MLP or modified MLP", choices=("mlp", "modified"))
     pressure_lift: bool = setting(True, "p = (2 - x) (2 / pi) g'(t) + S N_p: the drop that accelerates the inflow")
     pressure_scale: float = setting(1.0, "S: the scale of the network's pressure output", positive=True)
-    outlet_points: int = setting(
-        OUTLET_POINTS, "points on the outlet x = 2 (and on the inlet, with --soft-inlet) per window", positive=True
-    )
+    outlet_points: int = setting(OUTLET_POINTS, "points on the outlet x = 2 per window", positive=True)
     continuity_weight: float = setting(1.0, "loss weight of the continuity equation (its terms are ~30x smaller)")
     restart_nodes: int = setting(
         RESTART_NODES,
@@ -93,6 +92,7 @@ class ChannelSettings(Settings):
         "with the stream function: v = 0 on the inlet as a loss term (psi of order 1 there), not held at the restart's",
     )
     inlet_weight: float = setting(10.0, "loss weight of the inlet's v = 0 (--soft-inlet)")
+    inlet_points: int = setting(INLET_POINTS, "points on the inlet x = 0 per window (--soft-inlet)", positive=True)
     outlet_weight: float = setting(1.0, "loss weight of the outlet's two stress-free conditions")
     outlet_taper: float = setting(
         OUTLET_TAPER, "the outlet's shear condition weighted by (4y(1 - y))**this: less near the walls; 0: uniform"
@@ -228,7 +228,7 @@ def build(settings: ChannelSettings, end: float = END):
     one = windows(dataclasses.replace(settings, time_windows=1), end / settings.time_windows)
     soft_inlet = settings.stream_function and settings.soft_inlet
     conditions = outlet_conditions(settings.outlet_points, settings.outlet_taper) + (
-        [inlet_condition(settings.outlet_points)] if soft_inlet else []
+        [inlet_condition(settings.inlet_points)] if soft_inlet else []
     )
     problem = pinn.Problem(
         domain,
@@ -350,6 +350,7 @@ EXAMPLE = Example(
             checkpoint_every=10,
             time_windows=2,
             outlet_points=32,
+            inlet_points=32,
             inlet_band_points=16,
             restart_nodes=8,
         ),
