@@ -1,14 +1,14 @@
 """The gradient TensorFlow lacks for XLA's ``XlaDynamicUpdateSlice``, so that slices and concatenations differentiate
 to any order under XLA.
 
-Inside ``tf.function(jit_compile=True)`` TensorFlow differentiates ``tf.slice`` (and so ``tf.concat`` and ``tf.split``,
-whose gradients are slices) into ``XlaDynamicUpdateSlice``, the upstream gradient written into zeros, and registers no
-gradient for that op: the third derivative of a function that slices a concatenation fails under XLA with
-``LookupError: gradient registry has no entry for: XlaDynamicUpdateSlice`` (eager and graph mode take another path).
-The op (``input`` with ``update`` written at ``indices``) is linear in ``input`` and ``update``: its gradient writes
-zeros at ``indices`` into the upstream gradient (for ``input``) and takes the upstream gradient's slice there (for
-``update``), and that slice differentiates into the op again, so every order is covered. Importing :mod:`hodiff`
-registers it, unless TensorFlow has one.
+Inside ``tf.function(jit_compile=True)`` TensorFlow differentiates ``tf.slice`` (and so ``tf.concat``, whose gradient
+is ``tf.slice`` of the upstream gradient) into ``XlaDynamicUpdateSlice``, the upstream gradient written into zeros, and
+registers no gradient for that op: under XLA the second derivative of a function with a ``tf.slice``, and the third of
+one with a concatenation, failed with ``LookupError: gradient registry has no entry for: XlaDynamicUpdateSlice``
+(eager and graph mode take another path). The op (``input`` with ``update`` written at ``indices``, clamped so that
+``update`` fits) is linear in ``input`` and ``update``: its gradient writes zeros at ``indices`` into the upstream
+gradient (for ``input``) and takes the upstream gradient's slice there (for ``update``), and that slice differentiates
+into the op again, so every order is covered. Importing :mod:`hodiff` registers it, unless TensorFlow has one.
 
 References:
   TensorFlow's ``_SliceGrad`` (``tensorflow/python/ops/array_grad.py``), which emits the op under XLA.
@@ -43,7 +43,9 @@ def _dynamic_update_slice_gradient(op: tf.Operation, upstream: tf.Tensor) -> tup
     """Gradients of ``XlaDynamicUpdateSlice(input, update, indices)`` with respect to its three inputs."""
     update, indices = op.inputs[1], op.inputs[2]
     to_input = gen_xla_ops.xla_dynamic_update_slice(upstream, tf.zeros_like(update), indices)
-    to_update = tf.slice(upstream, indices, tf.shape(update, out_type=indices.dtype))
+    size = tf.shape(update, out_type=indices.dtype)
+    start = tf.clip_by_value(indices, 0, tf.shape(upstream, out_type=indices.dtype) - size)  # as the op clamps
+    to_update = tf.slice(upstream, start, size)
     return to_input, to_update, None
 
 

@@ -122,6 +122,8 @@ class Settings:
                     f"{type(self).__name__}: {field.name}={value!r} is not allowed; give {wanted} "
                     f"(the flag --{field.name.replace('_', '-')}: {meta['help']})"
                 )
+            if kind not in (bool, str):
+                setattr(self, field.name, kind(value))  # a numpy scalar or an int for a float: stored as its flag's
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -103,8 +103,7 @@ def walls(x, outputs):
     ``u = U_c + (4x(1 - x) - U_c(x, 1)) y + bubble N_u``, ``v = V_c + bubble N_v``, ``p = P_c + N_p``,
     with ``(U_c, V_c, P_c)`` the :func:`corner_lift` and ``bubble = x(1 - x) y (1 - y)``: the lift meets
     the lid's ``u`` to first order at each corner and vanishes on the other walls, so the network
-    learns the smooth rest. Written with products only (no slicing or concatenation, which XLA
-    cannot differentiate three times).
+    learns the smooth rest. Written with products only.
     """
     s, t = x["x"][:, None], x["y"][:, None]
     bubble = s * (1.0 - s) * t * (1.0 - t)

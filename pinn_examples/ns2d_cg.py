@@ -12,9 +12,8 @@ separates at the step's corner (2, 1) and the recirculation behind it reaches th
 The walls and the inlet are hard constraints: ``u = 4y(1 - y) relu(1 - x/2)^3 + D N_u``,
 ``v = D N_v`` with ``D = tanh(2x) y (2 - y) s(x, y)`` and ``s = a + b + sqrt(a^2 + b^2)``,
 ``a = 1 - y``, ``b = x - 2``, the R-function union of the half-planes ``y < 1`` and ``x > 2``: zero
-on both walls of the step and positive in the channel. Only products and elementwise functions,
-no slicing or concatenation (which XLA cannot differentiate three times). The two outlet
-conditions are loss terms. Reference: the staggered finite-volume solution by Newton
+on both walls of the step and positive in the channel. Only products and elementwise functions.
+The two outlet conditions are loss terms. Reference: the staggered finite-volume solution by Newton
 (:func:`pinn_examples.cavity_reference.solve_channel`), 128 cells per unit length, its own error
 ~1e-3 on (u, v) (refinement tests; the re-entrant corner limits it to first order). The error is
 PINNacle's L2RE over (u, v, p) together (target 2e-2), with (u, v) in metrics.json as well. The step's corner

@@ -255,7 +255,7 @@ def test_periodic_embedding_makes_the_network_exactly_periodic(run):
     left, right = np.stack([-np.ones(7), t], 1), np.stack([np.ones(7), t], 1)
     np.testing.assert_allclose(model(left).numpy(), model(right).numpy(), rtol=0, atol=1e-12)
     assert not np.allclose(model(left).numpy(), model(np.stack([np.zeros(7), t], 1)).numpy())
-    # third-order derivatives through the embedding work under XLA (slices would not)
+    # third-order derivatives through the embedding work under XLA
     x = tf.constant(DOMAIN.sample_interior(8, seed=2))
     third = run(lambda x: hodiff.partials(model, x, ("x", "t"), ("xxx",))["xxx"], x)
     assert np.all(np.isfinite(third))

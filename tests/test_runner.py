@@ -294,7 +294,8 @@ def test_settings_built_in_python_obey_the_rules_of_their_flags(change, message)
         dataclasses.replace(preset, **change)
     assert str(info.value).startswith(f"GrayScottSettings: {message}")
     allowed = dataclasses.replace(preset, restart_grid=0, learning_rate=1, interior=np.int64(64))
-    assert (allowed.restart_grid, allowed.learning_rate, allowed.interior) == (0, 1, 64)
+    assert (allowed.restart_grid, allowed.learning_rate, allowed.interior) == (0, 1.0, 64)
+    assert type(allowed.learning_rate) is float and type(allowed.interior) is int  # stored as the flags parse them
 
 
 def test_causal_epsilon_zero_means_off(tmp_path, monkeypatch):

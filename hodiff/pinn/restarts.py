@@ -396,7 +396,7 @@ class SeriesRestart:
         return curl
 
     def _named(self, points: tf.Tensor) -> dict[str, tf.Tensor]:
-        """The ``(N,)`` coordinate columns by name, picked by products (slices' third derivatives fail under XLA)."""
+        """The ``(N,)`` coordinate columns by name, picked by products with constant columns."""
         eye = np.eye(len(self.coords))
         pick = lambda i: tf.reshape(tf.matmul(points, tf.constant(eye[:, [i]], points.dtype)), [-1])
         return {name: pick(i) for i, name in enumerate(self.coords)}

@@ -190,7 +190,7 @@ class StreamFunction(keras.Model):
             first[0] = 1.0
             psi = self._envelope(points) * (outputs @ tf.constant(first, outputs.dtype))
         gradient = tape.gradient(psi, points)
-        # products with constant matrices, not slices or concatenations (XLA's third derivatives)
+        # products with constant matrices, not slices or concatenations
         curl = np.zeros((d, k + 1))
         curl[y, 0], curl[x, 1] = 1.0, -1.0
         rest = np.zeros((k, k + 1))

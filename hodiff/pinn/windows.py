@@ -166,7 +166,7 @@ class TimeWindows:
             x = _Named(x, domain.time)
             if previous is None:
                 values = _columns(self.initial(x), outputs)
-            else:  # the points moved to t = start by products, not slices (XLA's third derivatives)
+            else:  # the points moved to t = start by products
                 points = x.points * tf.constant(keep, outputs.dtype) + tf.constant(at_start, outputs.dtype)
                 values = previous(points)
             return self.transform(x, outputs, start, values)
@@ -215,7 +215,7 @@ class TimeWindows:
         shift = np.zeros(len(domain.coords))
         shift[time] = domain.bounds[domain.time][0] - start * self.count
 
-        def local(points: tf.Tensor) -> tf.Tensor:  # by products, not slices (XLA's third derivatives)
+        def local(points: tf.Tensor) -> tf.Tensor:  # by products
             return points * tf.constant(scale, points.dtype) + tf.constant(shift, points.dtype)
 
         return local
