@@ -101,6 +101,19 @@ def test_resume_restores_history_state_and_run_info_of_the_checkpoint(tmp_path):
     assert resumed.run_info == {"initial_error": 0.75}
 
 
+def test_resume_names_a_setting_newer_than_the_run(tmp_path):
+    saved_run(tmp_path)
+    with pytest.raises(
+        ValueError, match=r"inlet_points: not recorded \(the run is older than this setting\) in the run, 512 now"
+    ):
+        RunLog(
+            str(tmp_path),
+            {"x": tf.Variable(1.0, dtype=tf.float64)},
+            settings={"seed": 0, "learning_rate": 1e-3, "inlet_points": 512},
+            resume=True,
+        )
+
+
 def test_resume_with_other_settings_lists_every_difference(tmp_path):
     saved_run(tmp_path)
     with pytest.raises(ValueError, match=r"learning_rate: 0.001 in the run, 0.01 now; seed: 0 in the run, 3 now"):

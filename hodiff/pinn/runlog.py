@@ -562,8 +562,12 @@ class RunLog:
             )
 
     def _check_settings(self, stored: dict[str, Any]) -> None:
+        def described(settings: dict[str, Any], key: str, absent: str) -> str:
+            return repr(settings[key]) if key in settings else absent
+
         differing = [
-            f"{key}: {stored.get(key, '(not set)')!r} in the run, {self.settings.get(key, '(not set)')!r} now"
+            f"{key}: {described(stored, key, 'not recorded (the run is older than this setting)')} in the run, "
+            f"{described(self.settings, key, 'not set')} now"
             for key in sorted(set(stored) | set(self.settings))
             if stored.get(key) != self.settings.get(key)
         ]
