@@ -1,9 +1,8 @@
 """Keras networks for PINNs: an MLP or modified MLP with input scaling to [-1, 1] and optional
 (multi-scale) Fourier features.
 
-Every layer here is built from matrix products and elementwise functions only: no slices or
-concatenations, whose derivatives under XLA are ``DynamicUpdateSlice`` ops, one more per order
-(TensorFlow has no gradient for it; :mod:`hodiff` registers one, ``hodiff._xla_gradients``).
+Every layer here is built from matrix products and elementwise functions only (no slices or
+concatenations), so each derivative order is again a product or an elementwise function.
 """
 
 from __future__ import annotations
@@ -73,8 +72,7 @@ class PeriodicEmbedding(keras.layers.Layer):
     """Replaces input columns by ``cos(2 pi x / period)`` and ``sin(2 pi x / period)``.
 
     The network is then exactly periodic in those coordinates (a hard periodic condition).
-    Built from matrix products only: no slices or concatenations, whose derivatives under XLA
-    are DynamicUpdateSlice ops (see the module docstring).
+    Built from matrix products only (see the module docstring).
 
     References:
       Dong & Ni (2021), "A method for representing periodic functions and enforcing exactly
