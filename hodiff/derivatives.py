@@ -346,7 +346,8 @@ def batch_jacobian(
     ``f`` maps a batch ``x`` of shape ``(N, *in)`` to ``(N, *out)`` and row ``n`` of the output
     may depend only on row ``n`` of the input (as for a Keras model without batch
     normalisation in training mode). Cross-example derivatives are not computed. An empty
-    batch (``N = 0``) gives an empty result.
+    batch (``N = 0``, known when traced or only when run, nested or not) gives an empty result,
+    and a gradient through it is zero, in eager, graph and XLA alike.
 
     Args:
       f: the row-wise function.
@@ -377,7 +378,7 @@ def batch_jacobian(
                 f"{caller}: `x` must have a leading batch axis, shape (N, ...); got shape {tuple(x.shape)}. "
                 f"For one example use x[None]."
             )
-        with tf.GradientTape() as tape:
+        with tf.GradientTape(persistent=True) as tape:
             tape.watch(x)
             output, aux = _split_aux(f(x), has_aux, caller)
             output = tf.convert_to_tensor(output)
@@ -386,24 +387,48 @@ def batch_jacobian(
                     f"{caller}: f must return a batch, shape (N, ...); it returned shape {tuple(output.shape)}. "
                     f"Use jacobian(f) for unbatched functions."
                 )
-            flat_output = tf.reshape(output, (tf.shape(output)[0], -1))
+            # The row size as a product, never as size / N: an empty batch (N = 0, perhaps known only when the
+            # function runs) must not reach a division or a reshape with -1 (tape.batch_jacobian has both).
+            row = output.shape[1:].num_elements()
+            width = tf.reduce_prod(tf.shape(output)[1:]) if row is None else row
+            flat_output = tf.reshape(output, tf.stack([tf.shape(output)[0], width]))
         result_shape = tf.concat([tf.shape(output), tf.shape(x)[1:]], axis=0)
-
-        def nonempty():
-            result = tape.batch_jacobian(flat_output, x, unconnected_gradients=mode)
-            _validate.raise_if_unconnected([result], ["x"], caller)
-            return tf.reshape(result, result_shape)
-
-        empty = lambda: tf.zeros(result_shape, output.dtype)  # noqa: E731
-        if x.shape[0] == 0:  # tape.batch_jacobian divides by the batch size
-            result = empty()
-        elif x.shape[0] is None:  # known when the function runs only: an empty batch must not reach the division
-            result = tf.cond(tf.shape(x)[0] > 0, nonempty, empty)
-        else:
-            result = nonempty()
+        result = _validate.connect(tf.reshape(_columns_gradient(tape, flat_output, x, mode, caller), result_shape), x)
         return (result, aux) if has_aux else result
 
     return batch_jacobian_f
+
+
+LOOPED_COLUMNS = 64  # up to this many output entries per example, batch_jacobian runs one reverse pass per entry
+
+
+def _columns_gradient(
+    tape: tf.GradientTape, flat_output: tf.Tensor, x: tf.Tensor, mode: tf.UnconnectedGradients, caller: str
+) -> tf.Tensor:
+    """``d flat_output[n, j] / d x[n]`` for every row ``n`` and column ``j``: ``(N, m, *x.shape[1:])``.
+
+    One reverse pass per column ``j`` of the (persistent) ``tape``, seeded with the one-hot row ``e_j``
+    on every example. With ``m <= LOOPED_COLUMNS`` known when the function is traced, the passes are
+    written out one by one: no ``tf.cond`` on the batch size and no vectorised loop, so a nested
+    ``batch_jacobian`` compiles under XLA for a batch of unknown size, 0 and 1 rows included (a
+    vectorised loop with a branch inside failed there), and an empty batch keeps the path to the
+    weights (zero gradients, in eager mode as in graph mode). Wider outputs are vectorised over
+    ``j`` (``tf.vectorized_map``), as ``tape.batch_jacobian`` does.
+    """
+    width = flat_output.shape[1]
+
+    def column(j: Any) -> tf.Tensor:
+        seed = tf.broadcast_to(tf.one_hot(j, tf.shape(flat_output)[1], dtype=flat_output.dtype), tf.shape(flat_output))
+        derivative = _validate.densify(tape.gradient(flat_output, x, output_gradients=seed, unconnected_gradients=mode))
+        _validate.raise_if_unconnected([derivative], ["x"], caller)
+        return derivative
+
+    if width is not None and width <= LOOPED_COLUMNS:
+        no_columns = tf.zeros(tf.concat([[0], tf.shape(x)], axis=0), x.dtype)
+        per_column = tf.stack([column(j) for j in range(width)]) if width else no_columns
+    else:
+        per_column = tf.vectorized_map(column, tf.range(tf.shape(flat_output)[1]))  # (m, N, *in)
+    return tf.transpose(per_column, [1, 0, *range(2, x.shape.rank + 1)])
 
 
 def hessian(

@@ -450,6 +450,41 @@ def test_batch_jacobian_of_zero_points_is_empty(run):
     assert J.shape == (0, 4, 3)
 
 
+@pytest.mark.parametrize("rows", [0, 1, 2])
+def test_nested_batch_jacobian_of_a_batch_of_unknown_size(mode, rows):
+    """Issue 46 item 12: under XLA with the batch size unknown at tracing, a nested batch_jacobian failed at
+    0 and 1 rows; in eager mode the weight gradient through an empty batch was None (graph mode: zeros)."""
+    w = tf.Variable([[1.0, 2.0], [0.5, -1.0]], dtype=tf.float64)
+    second = hodiff.batch_jacobian(hodiff.batch_jacobian(lambda x: tf.tanh(x @ w)))
+
+    def loss(x):
+        with tf.GradientTape() as tape:
+            H = second(x)
+            total = tf.reduce_sum(H**2)
+        return H, tape.gradient(total, w)
+
+    if mode != "eager":
+        spec = [tf.TensorSpec([None, 2], tf.float64)]
+        loss = tf.function(loss, input_signature=spec, jit_compile=mode == "xla")
+    x = tf.fill([rows, 2], tf.constant(0.3, tf.float64))
+    H, gradient = loss(x)
+    assert H.shape == (rows, 2, 2, 2)
+    assert gradient is not None
+    single = [second(x[i : i + 1]) for i in range(rows)]  # eager, one row at a time
+    np.testing.assert_allclose(H.numpy(), np.concatenate(single) if rows else np.zeros((0, 2, 2, 2)), rtol=1e-12)
+    if rows == 0:
+        np.testing.assert_array_equal(gradient, np.zeros((2, 2)))
+
+
+def test_batch_jacobian_of_a_wide_output_is_vectorised(run):
+    """More output entries per example than batch_jacobian writes out one pass each: the vectorised path."""
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]], tf.float64)
+    scales = tf.range(1.0, 71.0, dtype=tf.float64)
+    J = run(hodiff.batch_jacobian(lambda x: x[:, :1] * x[:, 1:] * scales), x)  # (2, 70, 2)
+    expected = np.stack([np.outer(scales, [b, a]) for a, b in x.numpy()])
+    np.testing.assert_allclose(J, expected, rtol=1e-12)
+
+
 def test_batch_jacobian_has_aux(run):
     x = tf.constant([[1.0, 2.0]], tf.float64)
     J, aux = run(hodiff.batch_jacobian(lambda x: (x**2, tf.reduce_sum(x)), has_aux=True), x)
