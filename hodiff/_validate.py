@@ -71,10 +71,13 @@ def check_finite_number(
         )
 
 
-def check_count(value: int, name: str, caller: str, minimum: int = 1) -> None:
-    """Raises ValueError unless ``value`` is an int >= ``minimum`` (a number of probes, steps...)."""
+def check_count(value: int, name: str, caller: str, minimum: int = 1, fix: str = "") -> None:
+    """Raises ValueError unless ``value`` is an int >= ``minimum`` (a number of probes, steps...).
+
+    ``fix`` is appended to the message (what the number is, what to pass).
+    """
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{caller}: {name} must be an int >= {minimum}, got {value!r}.")
+        raise ValueError(f"{caller}: {name} must be an int >= {minimum}, got {value!r}.{fix}")
 
 
 def check_unconnected(unconnected: str, caller: str) -> tf.UnconnectedGradients:

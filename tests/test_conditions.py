@@ -300,6 +300,71 @@ def test_bad_conditions_get_clear_errors():
         problem.loss_terms(wave, problem.sample_points(4), {})
 
 
+@pytest.mark.parametrize("count", [0, -5, 2.5, True, None])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda count: pinn.Dirichlet(0.0, count=count),
+        lambda count: pinn.Initial(0.0, count=count),
+        lambda count: pinn.Neumann(0.0, count=count),
+        lambda count: pinn.Robin(1.0, 1.0, count=count),
+        lambda count: pinn.Periodic("x", count=count),
+        lambda count: pinn.Condition(lambda d, x, n: d["u"], needs=("u",), on="interior", count=count),
+    ],
+    ids=["Dirichlet", "Initial", "Neumann", "Robin", "Periodic", "Condition"],
+)
+def test_a_condition_count_that_is_not_a_positive_int_is_refused_when_built(build, count):
+    """Issue 46 item 4: Dirichlet(count=0) and count=-5 were accepted and failed only when the points were drawn."""
+    with pytest.raises(ValueError, match=r"'[a-z_]+': count must be an int >= 1, got .*number of points drawn"):
+        build(count)
+
+
+def test_condition_counts_and_orders_that_are_accepted():
+    assert pinn.Dirichlet(0.0, count=np.int64(3)).count == 3
+    assert pinn.Condition(lambda d, x, n: d["u"], needs=("u",), on=np.zeros((2, 2)), count=0).count == 2  # points
+    assert pinn.Periodic("x", count=4, derivatives=0).needs == (("u",),)
+    with pytest.raises(ValueError, match=r"Periodic 'periodic': derivatives must be an int >= 0, got -1"):
+        pinn.Periodic("x", derivatives=-1)
+
+
+def test_an_unknown_where_piece_is_refused_when_the_problem_is_built():
+    """Issue 46 item 4: an unknown piece name was found only when the points were drawn (training's start)."""
+    residual = lambda d, x, p: d["u"]
+    problem = lambda condition, domain=SQUARE: pinn.Problem(
+        domain, needs=("u",), residual=residual, conditions=[condition]
+    )
+    with pytest.raises(ValueError, match=r"Dirichlet 'boundary': .*where='rigth' is not a boundary piece.*'right'"):
+        problem(pinn.Dirichlet(0.0, count=4, where="rigth"))
+    with pytest.raises(ValueError, match=r"Neumann 'neumann': .*where='top' .*not a boundary piece"):
+        problem(pinn.Neumann(0.0, count=4, where=["left", "top"]), DOMAIN)  # the interval's pieces are left/right
+    with pytest.raises(ValueError, match=r"where=\[\] must be a piece name or a non-empty list"):
+        problem(pinn.Dirichlet(0.0, count=4, where=[]))
+    plate = pinn.Rectangle(("x", "y"), (0, 0), (2, 2), name="plate") - pinn.Rectangle(("x", "y"), (0.5, 0.5), (1, 1))
+    with pytest.raises(ValueError, match=r"Dirichlet 'boundary': .*where='left' is ambiguous.*'plate.left'"):
+        problem(pinn.Dirichlet(0.0, count=4, where="left"), plate)
+    other = pinn.Rectangle(("a", "b"), (0, 0), (1, 1))
+    with pytest.raises(ValueError, match=r"Dirichlet 'boundary': where=.* has coordinates \('a', 'b'\).*\('x', 'y'\)"):
+        problem(pinn.Dirichlet(0.0, count=4, where=other))
+    for where in ("right", ["left", "right"], "plate.left", lambda x: x["x"] > 0.5):  # accepted, and drawn
+        built = problem(pinn.Dirichlet(0.0, count=4, where=where), plate if where == "plate.left" else SQUARE)
+        assert built.sample_points(4)["boundary"]["points"].shape == (4, 2)
+
+
+def test_a_partial_missing_from_needs_is_found_when_the_problem_is_built():
+    """Issue 46 item 4: a residual reading an entry not in needs failed only at the first training step."""
+    with pytest.raises(KeyError, match=r"Problem: the residual reads d\['u_t'\].*needs=\('u_xx', 'u_t'\)"):
+        pinn.Problem(DOMAIN, needs=("u_xx",), residual=lambda d, x, p: d["u_t"] - d["u_xx"])
+    system = lambda d, x, p: {"a": d["u_x"], "b": d["v_x"]}
+    with pytest.raises(KeyError, match=r"reads d\['v_x'\]"):
+        pinn.Problem(DOMAIN, needs=("u_x",), residual=system, fields=("u", "v"), residual_names=("a", "b"))
+    wall = pinn.Condition(lambda d, x, n: d["u_x"] * n["x"], needs=("u",), name="wall")
+    with pytest.raises(KeyError, match=r"Condition 'wall': the residual reads d\['u_x'\]"):
+        pinn.Problem(DOMAIN, needs=("u",), residual=lambda d, x, p: d["u"], conditions=[wall])
+    # a residual that fails on dummy values for another reason is left to its first real evaluation
+    odd = lambda d, x, p: d["u"] + x.points[:, 5]
+    assert pinn.Problem(DOMAIN, needs=("u",), residual=odd).term_names == ("residual",)
+
+
 def test_periodic_on_a_domain_that_is_not_a_box_in_its_coordinate_is_refused():
     # on a disk, the pairs at x = -1 and x = 1 were corners of the bounding box, outside the domain
     disk = pinn.Disk((0, 0), 1.0)

@@ -32,17 +32,14 @@ def trainer_for(problem, model=None, interior=16):
 
 
 def test_residual_reading_a_partial_not_in_needs_names_it():
-    problem = laplace(needs=("u_xx",))
+    # found when the problem is built (issue 46 item 4), not at the first training step
     with pytest.raises(KeyError, match=r"Problem: the residual reads d\['u_yy'\], which is not in its needs"):
-        problem.pde_residuals(lambda x: x[:, :1] ** 2, tf.ones((3, 2)), {})
+        laplace(needs=("u_xx",))
     with pytest.raises(KeyError, match=r"needs=\('u_xx', 'u_yy'\)"):
-        trainer_for(problem)
+        laplace(needs=("u_xx",))
     wall = pinn.Condition(lambda d, x, n: d["u_y"], needs=("u_x",), count=4, name="wall")
-    problem = pinn.Problem(
-        SQUARE, needs=("u_xx", "u_yy"), residual=lambda d, x, p: d["u_xx"] + d["u_yy"], conditions=[wall]
-    )
     with pytest.raises(KeyError, match=r"Condition 'wall': the residual reads d\['u_y'\].*needs=\('u_x', 'u_y'\)"):
-        trainer_for(problem)
+        pinn.Problem(SQUARE, needs=("u_xx", "u_yy"), residual=lambda d, x, p: d["u_xx"] + d["u_yy"], conditions=[wall])
 
 
 def test_output_transform_with_the_wrong_shape_says_the_shape_it_must_return():

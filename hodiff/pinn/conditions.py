@@ -74,6 +74,16 @@ def _checked(value: Value, kind: str, name: str, label: str = "value") -> Value:
     return value
 
 
+def _point_count(count: Any, kind: str) -> int:
+    """``count`` as an int >= 1 (a numpy integer is accepted); a clear error for 0, a negative or a non-integer."""
+    if isinstance(count, np.integer):
+        count = int(count)
+    _validate.check_count(
+        count, "count", kind, fix=" It is the number of points drawn for the condition, e.g. count=100."
+    )
+    return count
+
+
 def _per_point(result: Any, like: tf.Tensor, caller: str, what: str) -> tf.Tensor:
     """``result`` as a ``(N,)`` tensor of ``like``'s dtype; (N, 1) is flattened."""
     result = tf.convert_to_tensor(result)
@@ -251,6 +261,8 @@ class Condition:
             )
         if on == "points" and where is not None:
             raise ValueError(f"{kind} {name!r}: where does not apply to given points; select the rows yourself.")
+        if on != "points":
+            count = _point_count(count, f"{kind} {name!r}")
         self.function, self.needs = residual, tuple(need_key(entry) for entry in needs)
         self.on, self.where, self.name, self.count = on, where, name, count
         self.points: np.ndarray | None = None
@@ -294,6 +306,8 @@ class Condition:
             raise ValueError(f"{kind}: on='initial' needs a time coordinate; build the domain as space * TimeDomain.")
         if self.on == "boundary" and not domain.space:
             raise ValueError(f"{kind}: on='boundary', but the domain {domain.coords} has no spatial coordinate.")
+        if self.on == "boundary" and self.where is not None:
+            self._validate_where(domain, kind)
         if self.points is not None:
             if self.points.shape[1] != len(domain.coords):
                 raise ValueError(
@@ -307,6 +321,35 @@ class Condition:
                     f"{outside[0]}, {self.points[outside[0]].tolist()}); the network is only trained inside it, "
                     "so drop or clip them."
                 )
+
+    def _validate_where(self, domain: Any, kind: str) -> None:
+        """Refuses, when the problem is built, a ``where`` that names no boundary piece of ``domain`` or an operand
+        of other coordinates (a predicate can only be judged by the points it keeps, when they are drawn)."""
+        where = self.where
+        if isinstance(where, (str, list, tuple)):
+            if "where" not in inspect.signature(domain.sample_boundary).parameters:
+                raise ValueError(
+                    f"{kind}: where={where!r} names a boundary piece, but this domain has no named pieces; pass a "
+                    "predicate where(x) -> bool array."
+                )
+            names = [where] if isinstance(where, str) else list(where)
+            known = tuple(getattr(domain, "boundary_names", ()))
+            if names and all(isinstance(n, str) and n in known for n in names):
+                return
+            try:  # the domain's own message: an unknown name, an ambiguous one (with the qualified names), a non-str
+                domain.sample_boundary(1, "random", 0, where=where)
+            except ValueError as error:
+                raise ValueError(f"{kind}: {error}") from None
+            unknown = [n for n in names if n not in known]
+            raise ValueError(
+                f"{kind}: where={where!r}: {unknown} are not boundary pieces of {domain!r}; the pieces are {known}."
+            )
+        coords = getattr(where, "coords", None)
+        if not callable(where) and coords is not None and tuple(coords) != tuple(domain.space):
+            raise ValueError(
+                f"{kind}: where={where!r} has coordinates {tuple(coords)}, but the domain's spatial coordinates are "
+                f"{tuple(domain.space)}; pass an operand of this domain (or a piece name, or a predicate)."
+            )
 
     def sample(self, domain: Any, method: str, seed: int) -> dict[str, np.ndarray]:
         """The condition's points (and normals), deterministic for a given ``seed``."""
@@ -583,6 +626,9 @@ class Periodic(Condition):
     """
 
     def __init__(self, coord: str, count: int = 100, field: str = "u", derivatives: int = 1, name: str = "periodic"):
+        _validate.check_count(
+            derivatives, "derivatives", f"Periodic {name!r}", 0, fix=" It is the highest derivative order matched."
+        )
         orders = tuple((field, *(coord,) * k) for k in range(derivatives + 1))
         super().__init__(lambda d, x, n: None, orders, on="interior", count=count, name=name)
         self.coord, self.field, self.derivatives = coord, field, derivatives

@@ -257,8 +257,9 @@ class Problem:
             [entry for entry in needs if not isinstance(entry, Stochastic)], self.fields, domain.coords
         )
         self._check_stochastic([entry for entry in needs if isinstance(entry, Stochastic)])
+        probed = self._probe_residual()
         if residual_names is None:
-            residual_names = self._probe_names()
+            residual_names = self._names_of(probed)
         if isinstance(residual_names, str) or not residual_names or len(set(residual_names)) != len(residual_names):
             raise ValueError(
                 f"Problem: residual_names must be a tuple of distinct names, one per equation, got {residual_names!r}."
@@ -279,6 +280,7 @@ class Problem:
             if condition.needs:
                 caller = f"Problem: condition {condition.name!r}"
                 names.parse_needs(condition.needs_for(domain.coords), self.fields, domain.coords, caller)
+                self._probe_condition(condition)
         condition_names = [c.name for c in self.conditions]
         if len(set(condition_names)) != len(condition_names) or set(condition_names) & set(self.residual_names):
             raise ValueError(
@@ -323,26 +325,52 @@ class Problem:
                     f"(num_samples = {groups} is exact)."
                 )
 
-    def _probe_names(self) -> tuple[str, ...]:
-        """The residual names from one call of the residual on dummy values: a dict's keys, else ("residual",).
+    def _dummies(self, dtype: tf.DType) -> tuple[tf.Tensor, Any]:
+        """Two dummy points' values ``(2,)`` and their coordinate columns, for a probing call."""
+        dummy = tf.fill([2], tf.constant(0.5, dtype))
+        return dummy, named_columns(tf.fill([2, len(self.domain.coords)], tf.constant(0.5, dtype)), self.domain.coords)
 
-        A residual that fails on dummy values (or returns a tuple) keeps ``("residual",)``; its
-        first real evaluation then reports what is wrong.
+    def _probe_residual(self) -> Any:
+        """One call of the residual on dummy values (``None`` when it fails on them), at construction.
+
+        A residual that reads ``d[entry]`` for an entry not in ``needs`` raises :class:`~hodiff.pinn.names.MissingNeed`
+        here, when the problem is built, rather than at the first training step; any other failure on dummy values is
+        left to the first real evaluation, which reports what is wrong.
         """
         for dtype in (tf.float64, tf.float32):
-            dummy = tf.fill([2], tf.constant(0.5, dtype))
+            dummy, x = self._dummies(dtype)
+            values = names.NeededValues({key: dummy for key in (*self.needs, *self.stochastic)}, "Problem")
             try:
-                result = self.residual(
-                    {key: dummy for key in (*self.needs, *self.stochastic)},
-                    {name: dummy for name in self.domain.coords},
-                    {name: tf.constant(value, dtype) for name, value in self.parameters.items()},
-                )
-            except Exception:  # noqa: BLE001 - any failure is reported by the first real evaluation
+                return self.residual(values, x, {name: tf.constant(v, dtype) for name, v in self.parameters.items()})
+            except names.MissingNeed:
+                raise
+            except Exception:  # noqa: BLE001 - any other failure is reported by the first real evaluation
                 continue
-            if isinstance(result, dict) and result and all(isinstance(k, str) for k in result):
-                return tuple(result)
-            return ("residual",)
+        return None
+
+    @staticmethod
+    def _names_of(result: Any) -> tuple[str, ...]:
+        """The residual names a probing call's result implies: a dict's keys, else ("residual",)."""
+        if isinstance(result, dict) and result and all(isinstance(k, str) for k in result):
+            return tuple(result)
         return ("residual",)
+
+    def _probe_condition(self, condition: Condition) -> None:
+        """Calls a condition's residual once on dummy values, so that one reading ``d[entry]`` for an entry not in
+        its ``needs`` raises :class:`~hodiff.pinn.names.MissingNeed` when the problem is built."""
+        owner = f"{type(condition).__name__} {condition.name!r}"
+        needs = names.parse_needs(condition.needs_for(self.domain.coords), self.fields, self.domain.coords)
+        for dtype in (tf.float64, tf.float32):
+            dummy, x = self._dummies(dtype)
+            d = names.NeededValues({key: dummy for key in needs}, owner)
+            n = {c: tf.zeros_like(dummy) for c in self.domain.coords}
+            try:
+                condition.evaluate(d, x, n, {"points": x.points})
+                return
+            except names.MissingNeed:
+                raise
+            except Exception:  # noqa: BLE001 - any other failure is reported by the first real evaluation
+                continue
 
     def replace(self, **changes: Any) -> Problem:
         """A copy with some attributes changed (e.g. ``problem.replace(causal=CausalWeights())``; ``domain``
