@@ -32,8 +32,6 @@ import math
 import numbers
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -388,14 +386,11 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     )
     parser.add_argument("--tensorboard", action="store_true", help="also write TensorBoard logs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    # internal: the child process that trains time window K of a marched run (see fit)
-    parser.add_argument("--train-window", type=int, default=None, help=argparse.SUPPRESS)
     parser.epilog = (
         f"Exit status: 0 when the preset's target is met or it has none, {TARGET_MISSED} when it is "
         "missed, 2 for bad flags, 1 for other errors."
     )
     args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # the windows' child processes get the same flags
     if args.evaluate is not None and (args.resume or args.overwrite):
         parser.error("--evaluate reads a finished run and trains nothing; leave out --resume and --overwrite")
     names = [f.name for f in dataclasses.fields(settings_type)]
@@ -580,11 +575,19 @@ def make_trainer(
         1000 if diagnose else 0,
         jit_compile=settings.xla,
     )
+    run = (
+        pinn.Output(output, resume, overwrite, tensorboard, stored_settings(settings, extra_settings))
+        if output
+        else None
+    )
+    return pinn.Trainer(problem, model, None, settings.learning_rate, schedule, run, callbacks, strategy)
+
+
+def stored_settings(settings: Settings, extra: dict | None = None) -> dict:
+    """``settings`` as a run stores them with its checkpoints, with ``extra`` (a time window's index)."""
     # --no-xla changes how the steps run, not what they compute: a run resumes with either
     own = {key: value for key, value in dataclasses.asdict(settings).items() if key != "xla"}
-    stored = {**own, **(extra_settings or {})}
-    run = pinn.Output(output, resume, overwrite, tensorboard, stored) if output else None
-    return pinn.Trainer(problem, model, None, settings.learning_rate, schedule, run, callbacks, strategy)
+    return {**own, **(extra or {})}
 
 
 class MarchedRun:
@@ -595,11 +598,11 @@ class MarchedRun:
         self.marching, self.problem, self.replicas = marching, marching.problem, 1
         self.history = marching.history
         self.elapsed_seconds = marching.elapsed_seconds
-        self.final_loss = marching.trainers[-1].final_loss
+        self.final_loss = marching.runs[-1].final_loss
         self.run_info: dict[str, Any] = {"initial_relative_l2_error": None}  # the untrained windows do not exist
         self.predict = marching.predict
 
-    def window_metrics(self, results: list) -> list[dict]:
+    def window_metrics(self) -> list[dict]:
         """Per window: its time interval, Adam steps, L-BFGS iterations, final loss (its last history row's)
         and training seconds."""
         bounds = self.marching.windows.bounds(self.problem.domain)
@@ -607,74 +610,41 @@ class MarchedRun:
             {
                 "start": start,
                 "end": end,
-                "adam_steps": int(trainer.adam_steps.numpy()),
-                "lbfgs_iterations": int(result.nit) if result is not None else None,
-                # its last row: trainer.final_loss would evaluate the model, which now holds the last window's weights
-                "final_loss": trainer.history[-1]["loss"] if trainer.history else None,
-                "seconds": round(trainer.elapsed_seconds, 1),
+                "adam_steps": run.adam_steps,
+                "lbfgs_iterations": int(run.result.nit) if run.result is not None else None,
+                "final_loss": run.final_loss,
+                "seconds": round(run.seconds, 1),
             }
-            for (start, end), trainer, result in zip(bounds, self.marching.trainers, results)
+            for (start, end), run in zip(bounds, self.marching.runs)
         ]
 
 
-def _window_trainer(example: Example, settings: Settings, args: argparse.Namespace, results: list):
-    """``train(window, network, output)`` for :func:`hodiff.pinn.time_marching`: the window's trainer with
-    ``settings``, Adam then L-BFGS (their results appended to ``results``)."""
-
-    def train(window: Any, network: Any, output: Any) -> Any:
-        trainer = make_trainer(
-            window, network, settings, output.directory, output.resume, output.overwrite, args.tensorboard,
-            not args.no_progress, None, example.diagnose, output.settings,
-        )  # fmt: skip
-        trainer.adam(settings.adam_steps)
-        results.append(
-            trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton)
-            if settings.lbfgs_iterations
-            else None
-        )
-        return trainer
-
-    return train
-
-
-def train_window(example: Example, problem: Any, model: Any, settings: Settings, args: argparse.Namespace) -> int:
-    """``--train-window K`` (internal, a child of :func:`fit`): restores windows ``0 .. K - 1`` of the run in
-    ``--output`` from their checkpoints (:func:`hodiff.pinn.restore_marching`, no trainers) and trains window
-    ``K`` (afresh, resumed or replaced as ``--resume`` / ``--overwrite`` say); the parent checked ``--output``,
-    holds its lock and writes the results."""
+def march(example: Example, problem: Any, model: Any, settings: Settings, args: argparse.Namespace) -> MarchedRun:
+    """``--time-windows N > 1``: :func:`hodiff.pinn.time_marching` over ``example.windows(settings)`` in this
+    process, every window a run in ``OUTPUT/window-<k>`` trained with ``settings`` (Adam, then L-BFGS) by one
+    trainer whose compiled steps serve every window (with a series restart)."""
     from hodiff import pinn
 
     assert example.windows is not None  # parse_args refuses --time-windows otherwise
-    windows, k = example.windows(settings), args.train_window
-    try:
-        previous = pinn.restore_marching(problem, model, windows, args.output, k).solutions[-1] if k else None
-        window = windows.problem(problem, k, previous)  # model holds window k - 1's last weights
-        start, end = window.domain.bounds[window.domain.time]
-        print(f"{example.name}: window {k + 1} of {windows.count}, t in [{start:g}, {end:g}]")
-        _window_trainer(example, settings, args, [])(
-            window, model, windows.output(args.output, k, args.resume, args.overwrite)
-        )
-    except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
-        raise SystemExit(f"{example.name}: {error}") from None
-    return 0
+    windows = example.windows(settings)
 
+    def trainer(window: Any, network: Any) -> Any:
+        return make_trainer(window, network, settings, progress=not args.no_progress, diagnose=example.diagnose)
 
-def _window_child(example: Example, args: argparse.Namespace, k: int) -> None:
-    """Trains window ``k`` in a child process: ``--train-window k`` with this command's flags. Its output
-    passes through; a failure stops this process with the child's last line (its error)."""
-    command = [sys.executable, "-m", "pinn_examples", example.name, *args.argv, "--output", args.output]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where pinn_examples is imported from
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    sys.stdout.flush()
-    child = subprocess.Popen([*command, "--train-window", str(k)], env=env, stderr=subprocess.PIPE, text=True)
-    last = ""
-    assert child.stderr is not None
-    for line in child.stderr:  # passed on as it comes; the last line is the error of a failed child
-        sys.stderr.write(line)
-        last = line.strip() or last
-    if child.wait():
-        problem = last if last.startswith(f"{example.name}:") else f"{example.name}: {last}"
-        raise SystemExit(f"{problem} (training window {k} in a child process, exit status {child.returncode})")
+    def train(trainer: Any) -> Any:
+        start, end = windows.bounds(problem.domain)[int(trainer.settings["time_window"]["index"])]
+        print(f"{example.name}: window {trainer.settings['time_window']['index'] + 1} of {windows.count}, "
+              f"t in [{start:g}, {end:g}]", flush=True)  # fmt: skip
+        trainer.adam(settings.adam_steps)
+        if settings.lbfgs_iterations:
+            return trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton)
+        return None
+
+    marching = pinn.time_marching(
+        problem, model, windows, trainer, train, args.output, args.resume, args.overwrite,
+        settings=stored_settings(settings), tensorboard=args.tensorboard,
+    )  # fmt: skip
+    return MarchedRun(marching)
 
 
 def fit(
@@ -693,11 +663,8 @@ def fit(
     each window a run in ``OUTPUT/window-<k>`` trained with the same settings; then ``trainer`` is a
     :class:`MarchedRun`, the L-BFGS result the last window's, and the extra metrics list the windows.
 
-    Each window trains in a child process of its own (``--train-window k``), which restores the windows
-    before it from their checkpoints, and this process then restores them all: TensorFlow keeps every
-    XLA-compiled function for the life of the process (its compilation cache has no eviction), so a
-    marched run in one process grew by each window's compiled steps (0.9 GB a window for
-    ``kuramoto_sivashinsky``); this way the peak is that of one window.
+    Every window trains in this process (:func:`march`); with a series restart one set of compiled steps
+    serves them all, so the memory stays that of one window.
     """
     progress, count = not args.no_progress, getattr(settings, "time_windows", 1)
     if args.overwrite:  # the windows of a replaced marched run beyond this run's (--evaluate reads window-0 first)
@@ -705,30 +672,15 @@ def fit(
             if name.startswith("window-") and name[7:].isdigit() and int(name[7:]) >= (count if count > 1 else 0):
                 shutil.rmtree(os.path.join(args.output, name))
     if count > 1:
-        from hodiff import pinn
         from hodiff.pinn.runlog import write_csv
 
-        assert example.windows is not None  # parse_args refuses --time-windows otherwise
         print(f"{example.name}: {dataclasses.asdict(settings)}")
         try:
-            windows = example.windows(settings)
-        except ValueError as error:
-            raise SystemExit(f"{example.name}: {error}") from None
-        for k in range(count):
-            _window_child(example, args, k)
-        results: list = []
-        train = _window_trainer(example, settings, args, results)  # restores them, as the children trained them
-        try:  # every window restored from its checkpoints: nothing is trained or compiled here
-            marching = pinn.time_marching(problem, model, windows, train, args.output, resume=True)
+            run = march(example, problem, model, settings, args)
         except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
             raise SystemExit(f"{example.name}: {error}") from None
-        run = MarchedRun(marching)
         write_csv(os.path.join(args.output, "history.csv"), run.history)  # every window's rows, in one file
-        metrics = {"windows": run.window_metrics(results)}
-        for trainer in marching.trainers:  # restored, done: their windows' locks go (a later run's children take them)
-            if trainer.run_log is not None:
-                trainer.run_log.close()
-        return run, results[-1], metrics
+        return run, run.marching.runs[-1].result, {"windows": run.window_metrics()}
     try:
         trainer = make_trainer(
             problem, model, settings, args.output, args.resume, args.overwrite, args.tensorboard, progress, strategy,
@@ -1050,8 +1002,6 @@ def _run(example: Example, argv: list[str] | None) -> int:
         args.output = worker_output(args.output)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         problem, model = example.build(settings)
-    if args.train_window is not None:  # a child of a marched run: the parent checked --output and writes results
-        return train_window(example, problem, model, settings, args)
     _check_memory(settings, len(problem.domain.coords))
     check_output(args)
     axes, values = example.reference()

@@ -93,8 +93,6 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
         args.output = _runner.worker_output(args.output)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         problem, model = example.build(settings)
-    if args.train_window is not None:  # a child of a marched run (_runner.fit)
-        return _runner.train_window(example, problem, model, settings, args)
     _runner.check_output(args)
     points, exact = scattered.test_set()
     if points.shape[1] != len(problem.domain.coords) or set(exact) - set(problem.fields):

@@ -100,21 +100,19 @@ class Kill(Callback):
             raise KeyboardInterrupt
 
 
-def march(directory, resume=False, kill=None):
-    def train(problem, model, output):
-        trainer = pinn.Trainer(
+def march(directory, resume=False, kill=None, windows=None, steps=20):
+    def trainer(problem, model):
+        return pinn.Trainer(
             pinn.TrainingData(problem, interior=32, seed=3),
             model,
             learning_rate=1e-2,
             schedule=pinn.Schedule(steps_per_call=10, log_every=10, checkpoint_every=10, progress=False),
-            output=output,
             callbacks=[kill] if kill else [],
         )
-        trainer.adam(20)
-        return trainer
 
     model = pinn.mlp(DOMAIN, width=8, depth=2, seed=2)
-    return pinn.time_marching(DECAY, model, WINDOWS, train, str(directory), resume=resume)
+    train = lambda trainer: trainer.adam(steps)  # noqa: E731
+    return pinn.time_marching(DECAY, model, windows or WINDOWS, trainer, train, str(directory), resume=resume)
 
 
 def test_a_run_killed_mid_window_resumes_exactly_and_restores_for_evaluation(tmp_path):
@@ -131,7 +129,7 @@ def test_a_run_killed_mid_window_resumes_exactly_and_restores_for_evaluation(tmp
     np.testing.assert_array_equal(restored.predict(points), full.predict(points))
     first = pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "full"), count=1)
     at = tf.constant(points)
-    assert len(first.solutions) == 1  # the first window only (a window's child process restores those before it)
+    assert len(first.solutions) == 1  # the first window only
     np.testing.assert_array_equal(first.solutions[0](at).numpy(), full.solutions[0](at).numpy())
     with pytest.raises(ValueError, match="count=3 must be an int in 1 .. 2"):
         pinn.restore_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2), WINDOWS, str(tmp_path / "full"), count=3)
@@ -210,15 +208,14 @@ def test_local_time_marches_the_decay_to_the_exact_solution_and_restores_identic
     solution restored from the directory equals the trained one."""
     windows = pinn.TimeWindows(4, initial=lambda x: tf.sin(np.pi * x["x"])[:, None], local_time=True)
 
-    def train(problem, model, output):
-        trainer = pinn.Trainer(
-            pinn.TrainingData(problem, interior=64, seed=3), model, learning_rate=1e-2, output=output,
+    def trainer(problem, model):
+        return pinn.Trainer(
+            pinn.TrainingData(problem, interior=64, seed=3), model, learning_rate=1e-2,
             schedule=pinn.Schedule(steps_per_call=50, log_every=50, checkpoint_every=50, progress=False),
         )  # fmt: skip
-        trainer.adam(300)
-        return trainer
 
-    marched = pinn.time_marching(DECAY, pinn.mlp(DOMAIN, width=8, depth=2, seed=2), windows, train, str(tmp_path))
+    model = pinn.mlp(DOMAIN, width=8, depth=2, seed=2)
+    marched = pinn.time_marching(DECAY, model, windows, trainer, lambda t: t.adam(300), str(tmp_path))
     points = DOMAIN.sample_interior(64, seed=9)
     exact = np.sin(np.pi * points[:, 0]) * np.exp(-points[:, 1])
     np.testing.assert_allclose(marched.predict(points)[:, 0], exact, atol=2e-2)
@@ -242,3 +239,98 @@ def test_many_windows_trainers_log_their_terms_without_the_retracing_warning(cap
             trainer = pinn.Trainer(data, model, schedule=pinn.Schedule(progress=False))
             assert all(np.isfinite(value) for value in trainer.data.terms().values())
     assert not [r for r in caplog.records if "retracing" in r.getMessage()]
+
+
+def restart_windows(count, **options):
+    restart = pinn.SeriesRestart(DOMAIN, {"x": pinn.Chebyshev(0.0, 1.0, 12)})
+    initial = lambda x: tf.sin(np.pi * x["x"])  # noqa: E731
+    return pinn.TimeWindows(count, initial=initial, transform=hard_boundary, restart=restart, **options)
+
+
+@pytest.mark.parametrize("local_time", [False, True])
+def test_the_moving_problem_is_each_window_problem_when_its_state_names_the_window(local_time):
+    """One problem for every window (TimeWindows.moving): with the state set to window k it gives window k's own
+    problem's solution, time derivative and causally weighted mean, for the same network and window before."""
+    windows = restart_windows(3, local_time=local_time)
+    causal = pinn.CausalWeights(epsilon=2.0, bins=4)
+    moving, state = windows.moving(heat(causal))
+    model = pinn.mlp(DOMAIN, width=8, depth=2, dtype="float64", seed=1)
+    solve = moving.solution(model)
+    previous = None
+    for k, (start, end) in enumerate(windows.bounds(DOMAIN)):
+        state.enter(k, solve)  # fits the window before, as the model and state still hold it
+        model.set_weights([w + 0.05 * k for w in model.get_weights()])  # window k's network
+        window = windows.problem(heat(causal), k, previous)
+        t = np.linspace(start, end, 9)
+        points = tf.constant(np.stack([np.linspace(0.1, 0.9, 9), t], 1))
+        own = window.solution(model)
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(points)
+            mine, theirs = solve(points), own(points)
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(tape.gradient(mine, points), tape.gradient(theirs, points), rtol=0, atol=1e-12)
+        squares = tf.constant(np.linspace(1.0, 2.0, 9))
+        np.testing.assert_allclose(
+            moving.causal.weighted_mean(squares, points, moving.domain),
+            causal.weighted_mean(squares, points, window.domain),
+            rtol=1e-14,
+        )
+        previous = window.solution(pinn.windows.freeze(model))
+
+
+class Counted:
+    """DECAY's residual, counting its calls: one per trace, plus eager evaluations."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, d, x, p):
+        self.calls += 1
+        return d["u_t"] + d["u"]
+
+
+def counted_march(count, directory=None, resume=False, kill=None):
+    residual = Counted()
+    problem = pinn.Problem(DOMAIN, needs=("u", "u_t"), residual=residual)
+
+    def trainer(problem, model):
+        return pinn.Trainer(
+            pinn.TrainingData(problem, interior=32, seed=3), model, learning_rate=1e-2,
+            schedule=pinn.Schedule(steps_per_call=10, log_every=10, checkpoint_every=10, progress=False),
+            callbacks=[kill] if kill else [],
+        )  # fmt: skip
+
+    def train(trainer):
+        trainer.adam(20)
+        return trainer.lbfgs(3)
+
+    model = pinn.mlp(DOMAIN, width=8, depth=2, seed=2)
+    windows = restart_windows(count)
+    marched = pinn.time_marching(problem, model, windows, trainer, train, directory, resume=resume)
+    return marched, residual.calls
+
+
+def test_a_marched_run_traces_each_phase_once_whatever_its_number_of_windows():
+    """With a SeriesRestart every window trains with the steps traced for the first: Adam's step, L-BFGS's
+    objective and the logged terms trace once for the run, so 4 windows call the residual as often as 2."""
+    two, calls_two = counted_march(2)
+    four, calls_four = counted_march(4)
+    assert calls_four == calls_two
+    assert len(four.runs) == 4 and all(run.adam_steps == 20 and run.result.nit >= 1 for run in four.runs)
+    assert [row["window"] for row in four.history if row["phase"] == "adam"] == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_a_marched_run_killed_in_its_third_window_resumes_to_the_uninterrupted_result(tmp_path):
+    full, _ = counted_march(4, str(tmp_path / "full"))
+    with pytest.raises(KeyboardInterrupt):
+        counted_march(4, str(tmp_path / "part"), kill=Kill(window=2, step=10))
+    resumed, _ = counted_march(4, str(tmp_path / "part"), resume=True)
+    strip = lambda rows: [{k: v for k, v in row.items() if k != "seconds"} for row in rows]  # noqa: E731
+    assert strip(resumed.history) == strip(full.history)
+    points = DOMAIN.sample_interior(64, seed=9)
+    np.testing.assert_array_equal(resumed.predict(points), full.predict(points))
+    model = pinn.mlp(DOMAIN, width=8, depth=2, seed=5)
+    restored = pinn.restore_marching(DECAY, model, restart_windows(4), str(tmp_path / "part"))
+    np.testing.assert_array_equal(restored.predict(points), full.predict(points))
+    exact = np.sin(np.pi * points[:, 0]) * np.exp(-points[:, 1])
+    assert np.abs(full.predict(points)[:, 0] - exact).max() < 0.2  # trained towards the decay, window after window

@@ -504,7 +504,17 @@ class TrainingData:
         """Draws new point sets with ``seed`` (same counts and method) into the variables; conditions
         with fixed points keep them."""
         self._check_built("redraw")
-        sampled = self.sample(int(seed))
+        self._assign(self.sample(int(seed)))
+
+    def move(self, domain: Any) -> None:
+        """Draws the point sets of the problem on ``domain`` into the variables, as a new ``TrainingData`` of the
+        same sizes, sampling and seed on that domain would (a box of the same coordinates: the next time window
+        of :func:`~hodiff.pinn.time_marching`); the compiled steps read the variables, so nothing retraces."""
+        self._check_built("move")
+        moved = self.problem.replace(domain=domain)
+        self._assign(sample_points(moved, self.interior_count, self.sampling, self.seed))
+
+    def _assign(self, sampled: dict[str, Any]) -> None:
         self.points["interior"].assign(sampled["interior"])
         for condition in self.problem.conditions:
             for key, variable in self.points[condition.name].items():

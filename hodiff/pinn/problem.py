@@ -67,11 +67,16 @@ class CausalWeights:
         )
         _validate.check_count(self.bins, "bins", "CausalWeights")
 
+    def interval(self, domain: Box, dtype: Any) -> tuple[Any, Any]:
+        """The time interval the bins divide: the domain's (a time window overrides it with variables)."""
+        start, end = domain.bounds[str(domain.time)]
+        return tf.constant(start, dtype), tf.constant(end, dtype)
+
     def weighted_mean(self, squares: tf.Tensor, points: tf.Tensor, domain: Box) -> tf.Tensor:
         """The causally weighted mean of per-point ``squares`` ``(N,)`` at ``points`` ``(N, d)``."""
         if domain.time is None:
             raise ValueError("CausalWeights: the domain has no time coordinate to order the residuals by.")
-        start, end = domain.bounds[domain.time]
+        start, end = self.interval(domain, squares.dtype)
         t = points[:, domain.coords.index(domain.time)]
         index = tf.clip_by_value(tf.cast((t - start) / (end - start) * self.bins, tf.int32), 0, self.bins - 1)
         per_bin = tf.math.unsorted_segment_mean(squares, index, self.bins)

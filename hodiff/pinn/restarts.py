@@ -363,6 +363,11 @@ class SeriesRestart:
             self.evaluated[space[1]] = dataclasses.replace(y, samples=y.samples + 1)
 
     def __call__(self, previous: Callable[[tf.Tensor], tf.Tensor], start: float) -> Callable[[tf.Tensor], tf.Tensor]:
+        return self.series(tf.constant(self.coefficients(previous, start), self.dtype))
+
+    def coefficients(self, previous: Callable[[tf.Tensor], tf.Tensor], start: Any) -> np.ndarray:
+        """The series' coefficients: ``previous`` sampled once on the nodes' grid at ``t = start`` and fitted
+        (a numpy array whose shape depends only on the bases and the number of fields)."""
         grids = np.meshgrid(*(basis.nodes for basis in self.bases.values()), indexing="ij")
         columns = {name: grid.ravel() for name, grid in zip(self.bases, grids)}
         columns[self.time] = np.full(grids[0].size, float(start))
@@ -375,7 +380,7 @@ class SeriesRestart:
             coefficients = np.moveaxis(np.tensordot(fit, coefficients, axes=([1], [axis])), 0, axis)
         if self.divergence_free is not None:
             coefficients = self._curl(coefficients, self.divergence_free)
-        return self._series(tf.constant(coefficients, self.dtype))
+        return coefficients
 
     def _curl(self, coefficients: np.ndarray, velocity: tuple[int, int]) -> np.ndarray:
         """The ``(nx, ny + 1, fields)`` coefficients, ``(u, v)`` replaced by the curl of ``psi``."""
@@ -401,7 +406,10 @@ class SeriesRestart:
         pick = lambda i: tf.reshape(tf.matmul(points, tf.constant(eye[:, [i]], points.dtype)), [-1])
         return {name: pick(i) for i, name in enumerate(self.coords)}
 
-    def _series(self, coefficients: tf.Tensor) -> Callable[[tf.Tensor], tf.Tensor]:
+    def series(self, coefficients: Any) -> Callable[[tf.Tensor], tf.Tensor]:
+        """``series(points) -> (N, fields)`` with the given :meth:`coefficients` (a tensor, or a variable that a
+        time-marching run assigns each window's coefficients to, so that one traced graph serves every window)."""
+
         def series(points: tf.Tensor) -> tf.Tensor:
             named = self._named(points)
             columns = [tf.reshape(named[name], [-1, 1]) for name in self.bases]

@@ -51,7 +51,6 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from hodiff import _validate
-from hodiff._deprecation import warn_renamed
 from hodiff.pinn.callbacks import AdaptiveWeights, Callback, GradNormWeights, ResidualResampling
 from hodiff.pinn.conditions import Initial, named_columns
 from hodiff.pinn.data import TrainingData
@@ -191,22 +190,51 @@ class Trainer:
             **({} if strategy is None else {"per_step_batches": True, "strategy": strategy}),
         )
         self._in_lbfgs = False
+        self._compiled_objectives: dict[str, dict] = {}
         self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True, autograph=False)
         self._residuals = tf.function(self._named_residuals, jit_compile=True, reduce_retracing=True, autograph=False)
         self._finite = tf.function(self._finite_flags, autograph=False)
-        own = self._own_settings(learning_rate, schedule.steps_per_call)
-        self.settings = {**own, **((output.settings if output else None) or {})}
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            if not self.optimizer.built:  # its state variables exist now, so that a new run can reset them
+                self.optimizer.build(self.variables)
+        self._optimizer_start = [variable.numpy() for variable in self.optimizer.variables]
+        self._own = self._own_settings(learning_rate, schedule.steps_per_call)
+        self.run_log: RunLog | None = None
+        self._initial_weights = {name: w.numpy() for name, w in data.weights.items()}
+        self.start_run(output)
+
+    def start_run(self, output: Output | None = None) -> None:
+        """Starts a run of its own on this trainer's compiled steps: the optimizer's state, the step counters, the
+        loss weights and the history start afresh (or resume from ``output``'s checkpoints), while the model's
+        weights, the points and the traced steps carry over. The constructor starts the first run; a
+        time-marching run starts one per window (:func:`~hodiff.pinn.time_marching`), so that every window trains
+        with the same compiled step.
+
+        Args:
+          output: the run's :class:`Output` (its directory, resume, overwrite, settings); ``None`` keeps the
+            history in memory.
+        """
+        if self.run_log is not None:
+            self.run_log.close()
+        for variable, value in zip(self.optimizer.variables, self._optimizer_start):  # moments, step count, scale
+            variable.assign(value)
+        self.adam_steps.assign(0)
+        self.data.draw_step.assign(0)
+        for name, value in self._initial_weights.items():
+            self.data.weights[name].assign(value)
+        self.stop_training = False
+        self.settings = {**self._own, **((output.settings if output else None) or {})}
         self._history: list[dict[str, Any]] = []
         self._memory_run_info: dict[str, Any] = {}
         self.run_log = None
         if output is not None:
             objects = {
-                "model": model,
+                "model": self.model,
                 "optimizer": self.optimizer,
-                "parameters": data.parameters,
-                "weights": data.weights,
-                "interior": data.interior,
-                "conditions": data.condition_arrays,
+                "parameters": self.data.parameters,
+                "weights": self.data.weights,
+                "interior": self.data.interior,
+                "conditions": self.data.condition_arrays,
                 "adam_steps": self.adam_steps,
             }
             self.run_log = RunLog(
@@ -486,6 +514,7 @@ class Trainer:
                 jit_compile=self.schedule.jit_compile,
                 progress=self.progress,
                 strategy=self.strategy,
+                compiled=self._compiled_objectives.setdefault(method, {}),  # traced once for every run
             )
             loss = self._frozen_loss if self.strategy is None else self._replica_frozen_loss
             if method == "bfgs":
@@ -649,23 +678,3 @@ class Trainer:
 
     def parameter_values(self) -> dict[str, float]:
         return {name: float(value.numpy()) for name, value in self.data.parameters.items()}
-
-
-_DEPRECATED = {"Resampling": "ResidualResampling", "relative_l2_error": "metrics.relative_l2_errors"}
-
-
-def __getattr__(name: str) -> Any:
-    """Former names, deprecated: ``Resampling`` (now :class:`ResidualResampling`) and
-    ``relative_l2_error`` (now :func:`hodiff.pinn.metrics.relative_l2_errors`)."""
-    if name not in _DEPRECATED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warn_renamed(f"hodiff.pinn.trainer.{name}", f"hodiff.pinn.{_DEPRECATED[name]}")
-    return ResidualResampling if name == "Resampling" else _relative_l2_error
-
-
-def _relative_l2_error(prediction: Any, reference: Any) -> float:
-    """``||prediction - reference||_2 / ||reference||_2`` over all entries (deprecated)."""
-    from hodiff.pinn.metrics import relative_l2_errors
-
-    prediction, reference = np.ravel(prediction), np.ravel(reference)
-    return relative_l2_errors({"all": prediction}, {"all": reference})["relative_l2_error"]

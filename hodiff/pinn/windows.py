@@ -69,7 +69,7 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import keras
 import numpy as np
@@ -77,11 +77,12 @@ import tensorflow as tf
 
 from hodiff import _validate
 from hodiff.pinn.conditions import Initial
-from hodiff.pinn.problem import Problem
+from hodiff.pinn.problem import CausalWeights, Problem
+from hodiff.pinn.restarts import SeriesRestart
 from hodiff.pinn.runlog import checkpoint_files
 from hodiff.pinn.trainer_options import Output
 
-__all__ = ["Marching", "TimeWindows", "restore_marching", "time_marching"]
+__all__ = ["Marching", "TimeWindows", "WindowRun", "WindowState", "restore_marching", "time_marching"]
 
 Transform = Callable[[Any, tf.Tensor, float, tf.Tensor], tf.Tensor]
 
@@ -154,24 +155,91 @@ class TimeWindows:
     def output_transform(self, domain: Any, start: float, previous: Callable[[tf.Tensor], tf.Tensor] | None) -> Any:
         """The output transform of the window starting at ``start``; ``previous(points) -> (N, fields)``
         is the solution of the window before (``None``: :attr:`initial`, the first window)."""
-        time = domain.coords.index(domain.time)
-        keep = np.ones(len(domain.coords))
-        keep[time] = 0.0
-        at_start = np.zeros(len(domain.coords))
-        at_start[time] = start
         if previous is not None and self.restart is not None:
             previous = self.restart(previous, start)
 
+        def start_values(x: Any, points: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
+            return _columns(self.initial(x), outputs) if previous is None else previous(points)
+
+        return self._hard_initial(domain, start, start_values)
+
+    def _hard_initial(self, domain: Any, start: Any, start_values: Callable) -> Any:
+        """``transform(x, outputs)``: :attr:`transform` with ``start_values(x, points at t = start, outputs)``."""
+        time = domain.coords.index(domain.time)
+        keep = np.ones(len(domain.coords))
+        keep[time] = 0.0
+        unit = np.zeros(len(domain.coords))
+        unit[time] = 1.0
+
         def transform(x: Any, outputs: tf.Tensor) -> tf.Tensor:
             x = _Named(x, domain.time)
-            if previous is None:
-                values = _columns(self.initial(x), outputs)
-            else:  # the points moved to t = start by products
-                points = x.points * tf.constant(keep, outputs.dtype) + tf.constant(at_start, outputs.dtype)
-                values = previous(points)
-            return self.transform(x, outputs, start, values)
+            at = start if isinstance(start, float) else _tensor(start, outputs.dtype)
+            # the points moved to t = start by products
+            points = x.points * tf.constant(keep, outputs.dtype) + tf.constant(unit, outputs.dtype) * at
+            return self.transform(x, outputs, at, start_values(x, points, outputs))
 
         return transform
+
+    def domain(self, domain: Any, k: int) -> Any:
+        """Window ``k``'s domain: ``domain`` with its time interval cut to the window's."""
+        start, end = self.bounds(domain)[k]
+        window = copy.copy(domain)  # Box or space * time: the time interval lives in its bounds
+        window.bounds = {**domain.bounds, str(domain.time): (start, end)}
+        return window
+
+    def _check(self, problem: Problem) -> None:
+        initial = [c.name for c in problem.conditions if isinstance(c, Initial)]
+        if initial:
+            raise ValueError(
+                f"TimeWindows: the problem has Initial conditions {initial}; the windows impose the initial condition "
+                "exactly (TimeWindows.initial and transform), so leave them out of the problem."
+            )
+        if self.local_time and problem.input_transform is not None:
+            raise ValueError(
+                "TimeWindows(local_time=True) gives each window's problem its input_transform (the local time), "
+                "but the problem has one already; leave it out, or use local_time=False."
+            )
+
+    @property
+    def one_graph(self) -> bool:
+        """Whether every window trains with one compiled step (:meth:`moving`): the restart is a
+        :class:`~hodiff.pinn.SeriesRestart`, whose state is a fixed set of coefficients."""
+        return isinstance(self.restart, SeriesRestart)
+
+    def moving(self, problem: Problem) -> tuple[Problem, WindowState]:
+        """One problem for every window, and the :class:`WindowState` that says which window it is.
+
+        Its transforms and causal weights read the window's start, and its start values (the initial
+        condition in window 0, the restart's series after), from the state's variables, so that a trainer built
+        on it once trains every window with the same traced and compiled steps (:func:`time_marching`); its
+        domain is window 0's (the points of window ``k``: ``TrainingData.move(windows.domain(domain, k))``).
+        Needs a :class:`~hodiff.pinn.SeriesRestart` (:attr:`one_graph`).
+        """
+        if not self.one_graph:
+            raise ValueError(
+                "TimeWindows.moving: one problem for every window needs a restart whose state is fixed in size, a "
+                f"pinn.SeriesRestart; got restart={self.restart!r}. Use TimeWindows.problem(problem, k, previous)."
+            )
+        self._check(problem)
+        (start, end), *_ = self.bounds(problem.domain)  # a time coordinate
+        state = WindowState(self, problem)
+        series = cast(SeriesRestart, self.restart).series(state.coefficients)
+
+        def start_values(x: Any, points: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
+            first = tf.cast(state.first, outputs.dtype)  # 1 in window 0, 0 after: one graph for both
+            later = tf.cast(series(tf.cast(points, state.coefficients.dtype)), outputs.dtype)
+            return first * _columns(self.initial(x), outputs) + (1.0 - first) * later
+
+        domain = self.domain(problem.domain, 0)
+        changes: dict[str, Any] = {
+            "domain": domain,
+            "output_transform": self._hard_initial(domain, state.start, start_values),
+        }
+        if self.local_time:
+            changes["input_transform"] = self.local_input(problem.domain, state.start)
+        if problem.causal is not None:
+            changes["causal"] = _WindowCausal(problem.causal.epsilon, problem.causal.bins, state, end - start)
+        return problem.replace(**changes), state
 
     def problem(self, problem: Problem, k: int, previous: Callable[[tf.Tensor], tf.Tensor] | None = None) -> Problem:
         """Window ``k``'s problem: ``problem`` on the window's time interval, with its hard initial condition.
@@ -186,51 +254,52 @@ class TimeWindows:
             raise ValueError(f"TimeWindows.problem: window k={k} is not in 0 .. {self.count - 1}.")
         if (previous is None) != (k == 0):
             raise ValueError("TimeWindows.problem: give previous, the solution of window k - 1, for every k > 0 only.")
-        initial = [c.name for c in problem.conditions if isinstance(c, Initial)]
-        if initial:
-            raise ValueError(
-                f"TimeWindows: the problem has Initial conditions {initial}; the windows impose the initial condition "
-                "exactly (TimeWindows.initial and transform), so leave them out of the problem."
-            )
-        start, end = self.bounds(problem.domain)[k]
-        time = str(problem.domain.time)  # bounds() checked that there is one
-        domain = copy.copy(problem.domain)  # Box or space * time: the time interval lives in its bounds
-        domain.bounds = {**problem.domain.bounds, time: (start, end)}
+        self._check(problem)
+        start = self.bounds(problem.domain)[k][0]
+        domain = self.domain(problem.domain, k)
         changes = {"domain": domain, "output_transform": self.output_transform(domain, start, previous)}
         if self.local_time:
-            if problem.input_transform is not None:
-                raise ValueError(
-                    "TimeWindows(local_time=True) gives each window's problem its input_transform (the local time), "
-                    "but the problem has one already; leave it out, or use local_time=False."
-                )
             changes["input_transform"] = self.local_input(problem.domain, start)
         return problem.replace(**changes)
 
-    def local_input(self, domain: Any, start: float) -> Callable[[tf.Tensor], tf.Tensor]:
-        """The input map of the window starting at ``start`` (:attr:`local_time`): ``(N, d) -> (N, d)`` with the
-        time column ``t0 + (t - start) * count`` over the horizon ``[t0, T]`` of ``domain``, the others kept."""
+    def local_input(self, domain: Any, start: Any) -> Callable[[tf.Tensor], tf.Tensor]:
+        """The input map of the window starting at ``start`` (a number or a variable; :attr:`local_time`):
+        ``(N, d) -> (N, d)`` with the time column ``t0 + (t - start) * count`` over the horizon ``[t0, T]`` of
+        ``domain``, the others kept."""
         time = domain.coords.index(domain.time)
         scale = np.ones(len(domain.coords))
         scale[time] = self.count
-        shift = np.zeros(len(domain.coords))
-        shift[time] = domain.bounds[domain.time][0] - start * self.count
+        unit = np.zeros(len(domain.coords))
+        unit[time] = 1.0
+        origin = domain.bounds[domain.time][0]
 
         def local(points: tf.Tensor) -> tf.Tensor:  # by products
-            return points * tf.constant(scale, points.dtype) + tf.constant(shift, points.dtype)
+            shift = origin - _tensor(start, points.dtype) * self.count
+            return points * tf.constant(scale, points.dtype) + tf.constant(unit, points.dtype) * shift
 
         return local
 
-    def output(self, directory: str, k: int, resume: bool, overwrite: bool) -> Output:
+    def output(
+        self,
+        directory: str,
+        k: int,
+        resume: bool,
+        overwrite: bool,
+        settings: dict[str, Any] | None = None,
+        tensorboard: bool = False,
+    ) -> Output:
         """Window ``k``'s :class:`~hodiff.pinn.Output` in ``directory/window-<k>``: resumed when it has a
         checkpoint and ``resume``, started afresh (replacing what is there) otherwise under ``resume``
-        or ``overwrite``; the window is a setting of the run, so it cannot resume as another."""
+        or ``overwrite``; the window is a setting of the run (with ``settings``), so it cannot resume as
+        another."""
         path = os.path.join(directory, f"window-{k}")
         held = bool(checkpoint_files(path))
         return Output(
             path,
             resume=resume and held,
             overwrite=overwrite or (resume and not held),
-            settings={"time_window": {"index": k, "count": self.count}},
+            tensorboard=tensorboard,
+            settings={**(settings or {}), "time_window": {"index": k, "count": self.count}},
         )
 
 
@@ -253,9 +322,62 @@ class _Named:
         return self.columns.keys()
 
 
+def _tensor(value: Any, dtype: Any) -> tf.Tensor:
+    """``value`` (a number, a tensor or a variable) in ``dtype``; a number is not rounded to float32 first."""
+    return tf.cast(value, dtype) if isinstance(value, (tf.Tensor, tf.Variable)) else tf.constant(value, dtype)
+
+
 def _columns(values: Any, like: tf.Tensor) -> tf.Tensor:
     values = tf.cast(tf.convert_to_tensor(values), like.dtype)
     return values[:, None] if values.shape.rank == 1 else values
+
+
+class WindowState:
+    """The variables through which one problem (:meth:`TimeWindows.moving`) is every window's.
+
+    Attributes:
+      start: the window's start time (float64).
+      first: 1 in the first window (whose start values are :attr:`TimeWindows.initial`), 0 after (the restart's).
+      coefficients: the restart's series coefficients of the window before at ``start``.
+    """
+
+    def __init__(self, windows: TimeWindows, problem: Problem):
+        self.windows, self.domain = windows, problem.domain
+        self.restart = cast(SeriesRestart, windows.restart)
+        origin = windows.bounds(problem.domain)[0][0]
+        fields = len(problem.fields)
+        zeros = lambda points: tf.zeros([points.shape[0], fields], points.dtype)  # noqa: E731
+        shape = self.restart.coefficients(zeros, origin).shape
+        self.start = tf.Variable(origin, dtype=tf.float64, trainable=False, name="window_start")
+        self.first = tf.Variable(1.0, dtype=tf.float64, trainable=False, name="window_first")
+        self.coefficients = tf.Variable(
+            tf.zeros(shape, self.restart.dtype), trainable=False, name="restart_coefficients"
+        )
+
+    def enter(self, k: int, solution: Callable[[tf.Tensor], tf.Tensor]) -> None:
+        """Makes the state window ``k``'s; ``solution`` is the moving problem's solution, evaluated (at window
+        ``k``'s start, on the restart's nodes) while the state and the model still hold window ``k - 1``'s."""
+        start = self.windows.bounds(self.domain)[k][0]
+        if k:
+            self.coefficients.assign(self.restart.coefficients(solution, start))
+        self.start.assign(start)
+        self.first.assign(1.0 if k == 0 else 0.0)
+
+    @property
+    def variables(self) -> list[tf.Variable]:
+        return [self.start, self.first, self.coefficients]
+
+
+@dataclasses.dataclass
+class _WindowCausal(CausalWeights):
+    """Causal weights whose bins divide the window the state names."""
+
+    state: Any = None
+    length: float = 1.0
+
+    def interval(self, domain: Any, dtype: Any) -> tuple[Any, Any]:
+        start = tf.cast(self.state.start, dtype)
+        return start, start + tf.constant(self.length, dtype)
 
 
 def freeze(model: keras.Model) -> keras.Model:
@@ -266,6 +388,46 @@ def freeze(model: keras.Model) -> keras.Model:
     return clone
 
 
+class WindowSolution:
+    """Window ``k``'s solution in a run with one compiled graph: the weights and the window state it ended with,
+    loaded into the model and the state when called, then evaluated by the run's one compiled solution."""
+
+    def __init__(self, evaluate: Callable[[tf.Tensor], tf.Tensor], variables: list, values: list):
+        self.evaluate, self.variables, self.values = evaluate, variables, values
+
+    def __call__(self, points: tf.Tensor) -> tf.Tensor:
+        for variable, value in zip(self.variables, self.values):
+            variable.assign(value)
+        return self.evaluate(points)
+
+
+def _snapshot(evaluate: Callable, model: keras.Model, state: WindowState) -> WindowSolution:
+    variables = [*model.weights, *state.variables]
+    return WindowSolution(evaluate, variables, [variable.numpy() for variable in variables])
+
+
+@dataclasses.dataclass
+class WindowRun:
+    """What one window's training did.
+
+    Attributes:
+      history: its history rows (``step`` counted within the window).
+      seconds: its training time (summed over resumes).
+      adam_steps: the Adam steps it took.
+      result: what ``train`` returned for it (e.g. the L-BFGS result).
+    """
+
+    history: list[dict[str, Any]]
+    seconds: float
+    adam_steps: int
+    result: Any = None
+
+    @property
+    def final_loss(self) -> float | None:
+        """The loss of its last history row (``None`` without rows)."""
+        return self.history[-1]["loss"] if self.history else None
+
+
 @dataclasses.dataclass
 class Marching:
     """A time-marching run's result: the solution over the whole horizon, window by window.
@@ -273,21 +435,26 @@ class Marching:
     Attributes:
       problem: the problem on the whole horizon.
       windows: the :class:`TimeWindows`.
-      solutions: per window, its solution function ``(N, d) -> (N, fields)`` (frozen weights).
-      trainers: per window, the :class:`~hodiff.pinn.Trainer` (empty from :func:`restore_marching`).
+      solutions: per window, its solution function ``(N, d) -> (N, fields)`` (frozen weights, or a
+        :class:`WindowSolution`, which loads its window's weights into the model when called).
+      runs: per window, its :class:`WindowRun` (empty from :func:`restore_marching`).
+      trainer: the :class:`~hodiff.pinn.Trainer` of the last window (``None`` from :func:`restore_marching`).
     """
 
     problem: Problem
     windows: TimeWindows
     solutions: list[Callable[[tf.Tensor], tf.Tensor]]
-    trainers: list[Any] = dataclasses.field(default_factory=list)
+    runs: list[WindowRun] = dataclasses.field(default_factory=list)
     dtype: Any = tf.float64
+    trainer: Any = None
 
     def __post_init__(self):
         # functools.partial: TensorFlow counts retracings per code object, which every window's solution
         # closure shares, and warns of "excessive retracing" from the sixth window on.
         self._compiled = [
-            tf.function(functools.partial(s), jit_compile=True, reduce_retracing=True, autograph=False)
+            s
+            if isinstance(s, WindowSolution)
+            else tf.function(functools.partial(s), jit_compile=True, reduce_retracing=True, autograph=False)
             for s in self.solutions
         ]
 
@@ -308,51 +475,100 @@ class Marching:
     def history(self) -> list[dict[str, Any]]:
         """Every window's history rows, with ``window`` and the steps counted on across the windows."""
         rows, offset = [], 0
-        for k, trainer in enumerate(self.trainers):
-            for row in trainer.history:
+        for k, run in enumerate(self.runs):
+            for row in run.history:
                 rows.append({**row, "window": k, "window_step": row["step"], "step": offset + row["step"]})
-            offset += trainer.history[-1]["step"] if trainer.history else 0
+            offset += run.history[-1]["step"] if run.history else 0
         return rows
 
     @property
     def elapsed_seconds(self) -> float:
         """Training time summed over the windows (and resumes)."""
-        return float(sum(trainer.elapsed_seconds for trainer in self.trainers))
+        return float(sum(run.seconds for run in self.runs))
 
 
 def time_marching(
     problem: Problem,
     model: keras.Model,
     windows: TimeWindows,
-    train: Callable[[Problem, keras.Model, Output | None], Any],
+    trainer: Callable[[Problem, keras.Model], Any],
+    train: Callable[[Any], Any],
     directory: str | None = None,
     resume: bool = False,
     overwrite: bool = False,
+    settings: dict[str, Any] | None = None,
+    tensorboard: bool = False,
 ) -> Marching:
     """Trains ``problem`` window after window (see the module docstring); returns the :class:`Marching`.
+
+    With a :class:`~hodiff.pinn.SeriesRestart` (:attr:`TimeWindows.one_graph`) the trainer is built once, on
+    :meth:`TimeWindows.moving`'s problem, and each window only assigns variables (its points, start and
+    restart coefficients) and starts a run of its own (:meth:`Trainer.start_run <hodiff.pinn.Trainer.start_run>`):
+    every window trains with the steps traced and compiled for the first, so the run's memory stays that of
+    one window. Without one, window ``k`` differentiates the networks of the windows before it, and each
+    window gets a trainer (and compiled steps) of its own.
 
     Args:
       problem: the problem on the whole horizon (no :class:`~hodiff.pinn.Initial` conditions;
         causal weights, if set, act inside each window).
       model: the network; window ``k`` starts from the weights window ``k - 1`` ended with.
       windows: the :class:`TimeWindows`.
-      train: ``train(window_problem, model, output) -> Trainer``: makes a trainer on the window's
-        problem (``pinn.TrainingData(window_problem, ...)``) with ``output`` (``None`` without a
-        directory) and runs its phases.
+      trainer: ``trainer(problem, model) -> Trainer`` on the problem it is given
+        (``pinn.Trainer(pinn.TrainingData(problem, ...), model, ...)``, without an output: each window's run
+        goes to ``directory/window-<k>``).
+      train: ``train(trainer) -> result``: one window's phases (e.g. Adam, then L-BFGS); the results are the
+        runs' (:attr:`WindowRun.result`).
       directory: where the windows' runs go, ``directory/window-<k>``; ``None`` keeps them in memory.
       resume: continue a run in ``directory``: finished windows are restored, the killed one resumed.
       overwrite: replace the windows' runs in ``directory``.
+      settings: stored with every window's checkpoints (a window resumes only with the same).
+      tensorboard: write TensorBoard summaries in each window's directory.
     """
     if not isinstance(windows, TimeWindows):
         raise TypeError(f"time_marching: windows must be a pinn.TimeWindows, got {type(windows).__name__}.")
-    trainers, solutions, previous = [], [], None
+    for name, function in (("trainer", trainer), ("train", train)):
+        if not callable(function):
+            raise TypeError(f"time_marching: {name} must be a function (see the docstring), got {function!r}.")
+    runs: list[WindowRun] = []
+    solutions: list[Callable[[tf.Tensor], tf.Tensor]] = []
+    built: Any = None
+    evaluate: Any = None
+    state: WindowState | None = None
+    previous: Any = None
+    if windows.one_graph:
+        moving, state = windows.moving(problem)
+        built = _built(trainer, moving, model)
+        evaluate = built._predict
     for k in range(windows.count):
-        window = windows.problem(problem, k, previous)
-        output = windows.output(directory, k, resume, overwrite) if directory is not None else None
-        trainers.append(train(window, model, output))
-        previous = window.solution(freeze(model))
-        solutions.append(previous)
-    return Marching(problem, windows, solutions, trainers, tf.as_dtype(model.weights[0].dtype))
+        output = None if directory is None else windows.output(directory, k, resume, overwrite, settings, tensorboard)
+        if state is not None:
+            state.enter(k, evaluate)
+            built.data.move(windows.domain(problem.domain, k))
+        else:
+            built = _built(trainer, windows.problem(problem, k, previous), model)
+        built.start_run(output)
+        result = train(built)
+        runs.append(WindowRun(list(built.history), built.elapsed_seconds, int(built.adam_steps.numpy()), result))
+        if built.run_log is not None:
+            built.run_log.close()
+        if state is not None:
+            solutions.append(_snapshot(evaluate, model, state))
+        else:
+            previous = built.problem.solution(freeze(model))
+            solutions.append(previous)
+    return Marching(problem, windows, solutions, runs, tf.as_dtype(model.weights[0].dtype), built)
+
+
+def _built(trainer: Callable[[Problem, keras.Model], Any], problem: Problem, model: keras.Model) -> Any:
+    from hodiff.pinn.trainer import Trainer  # the trainer imports the problem's modules, not this one
+
+    built = trainer(problem, model)
+    if not isinstance(built, Trainer) or built.problem is not problem:
+        raise TypeError(
+            "time_marching: trainer(problem, model) must return a pinn.Trainer on the problem it is given "
+            f"(pinn.Trainer(pinn.TrainingData(problem, ...), model, ...)), got {type(built).__name__}."
+        )
+    return built
 
 
 def restore_marching(
@@ -362,17 +578,25 @@ def restore_marching(
     readable checkpoint (nothing is trained or written); ``model`` ends with the last window's weights.
 
     Args:
-      count: restore the first ``count`` windows only (e.g. to train window ``count`` next, from
-        ``solutions[-1]`` and the weights ``model`` then holds); ``None`` (default): all of them.
+      count: restore the first ``count`` windows only; ``None`` (default): all of them.
 
     Raises:
       FileNotFoundError: a window has no readable checkpoint (the run did not get that far).
     """
     if count is not None and not (isinstance(count, int) and 0 < count <= windows.count):
         raise ValueError(f"restore_marching: count={count!r} must be an int in 1 .. {windows.count}, or None.")
-    solutions, previous = [], None
+    solutions: list[Callable[[tf.Tensor], tf.Tensor]] = []
+    previous: Any = None
+    evaluate: Any = None
+    state: WindowState | None = None
+    if windows.one_graph:
+        moving, state = windows.moving(problem)
+        evaluate = tf.function(moving.solution(model), jit_compile=True, reduce_retracing=True, autograph=False)
     for k in range(windows.count if count is None else count):
-        window = windows.problem(problem, k, previous)
+        if state is not None:
+            state.enter(k, evaluate)  # from window k - 1's weights, which the model holds
+        else:
+            window = windows.problem(problem, k, previous)
         prefixes = [prefix for _, prefix in checkpoint_files(os.path.join(directory, f"window-{k}"))]
         for prefix in prefixes:
             try:
@@ -385,6 +609,9 @@ def restore_marching(
                 f"restore_marching: window {k} in {directory}/window-{k} has no readable checkpoint; the run has not "
                 f"trained it yet (resume the run)."
             )
-        previous = window.solution(freeze(model))
-        solutions.append(previous)
+        if state is not None:
+            solutions.append(_snapshot(evaluate, model, state))
+        else:
+            previous = window.solution(freeze(model))
+            solutions.append(previous)
     return Marching(problem, windows, solutions, [], tf.as_dtype(model.weights[0].dtype))

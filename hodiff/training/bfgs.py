@@ -55,6 +55,7 @@ def minimize_bfgs(
     jit_compile: bool = True,
     progress: bool = False,
     strategy: tf.distribute.Strategy | None = None,
+    compiled: dict | None = None,
 ) -> scipy.optimize.OptimizeResult:
     """Minimises ``loss_fn()`` over ``variables`` with self-scaled BFGS (:func:`self_scaled_bfgs`, float64).
 
@@ -77,6 +78,7 @@ def minimize_bfgs(
       jit_compile: compile the value-and-gradient with XLA.
       progress: show a tqdm progress bar.
       strategy: a ``tf.distribute`` strategy whose scope created the variables.
+      compiled: a dict that keeps the compiled value-and-gradient between calls (:func:`minimize_lbfgs`).
 
     Returns:
       scipy's ``OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``message``, ``success``);
@@ -100,7 +102,7 @@ def minimize_bfgs(
             f"minimize_bfgs: {size} weights would need a {8 * size * size / 2**30:.1f} GiB inverse Hessian; dense "
             f"BFGS takes at most {MAX_PARAMETERS}. Use minimize_lbfgs (limited memory) for this model."
         )
-    fun, x0, assign = flat_objective("minimize_bfgs", loss_fn, weights, loss_scale, jit_compile, strategy)
+    fun, x0, assign = flat_objective("minimize_bfgs", loss_fn, weights, loss_scale, jit_compile, strategy, compiled)
     with iteration_progress("BFGS", max_iterations, progress, assign, callback) as on_iteration:
         result = self_scaled_bfgs(fun, x0, max_iterations, gtol=gtol, scaling=scaling, callback=on_iteration)
     assign(result.x)

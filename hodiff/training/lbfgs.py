@@ -56,6 +56,7 @@ def minimize_lbfgs(
     jit_compile: bool = True,
     progress: bool = False,
     strategy: tf.distribute.Strategy | None = None,
+    compiled: dict | None = None,
 ) -> scipy.optimize.OptimizeResult:
     """Minimises ``loss_fn()`` over ``variables`` with scipy's L-BFGS-B (float64).
 
@@ -83,6 +84,8 @@ def minimize_lbfgs(
       progress: show a tqdm progress bar.
       strategy: a ``tf.distribute`` strategy whose scope created the variables; ``None`` runs
         on the default device.
+      compiled: a dict that keeps the compiled value-and-gradient between calls on the same ``loss_fn`` and
+        variables (a trainer's windows), so that it is traced once; ``None``: traced per call.
 
     Returns:
       scipy's ``OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``message``, ``success``);
@@ -98,7 +101,7 @@ def minimize_lbfgs(
     if not isinstance(max_iterations, int) or max_iterations < 1:
         raise ValueError(f"minimize_lbfgs: max_iterations must be an int >= 1, got {max_iterations!r}.")
     variables = variable_list(variables)
-    fun, x0, assign = flat_objective("minimize_lbfgs", loss_fn, variables, loss_scale, jit_compile, strategy)
+    fun, x0, assign = flat_objective("minimize_lbfgs", loss_fn, variables, loss_scale, jit_compile, strategy, compiled)
     options = {
         "maxiter": max_iterations,
         "maxfun": max_evaluations or int(1.25 * max_iterations) + 20,
@@ -160,13 +163,15 @@ def flat_objective(
     loss_scale: float,
     jit_compile: bool,
     strategy: tf.distribute.Strategy | None,
+    compiled: dict | None = None,
 ) -> tuple[Callable[[np.ndarray], tuple[float, np.ndarray]], np.ndarray, Callable[[np.ndarray], None]]:
     """The variables as one float64 vector: ``(fun, x0, assign)`` for a scipy-style minimiser.
 
     ``fun(x)`` assigns ``x`` to the variables and returns the loss and its flat gradient (float64,
     one compiled call; averaged over the replicas with ``strategy``), halving ``loss_scale`` while the
     scaled gradient overflows; ``x0`` is the variables' current values; ``assign(x)`` sets them.
-    ``caller`` names the function in error messages.
+    ``caller`` names the function in error messages; ``compiled`` keeps the compiled value-and-gradient
+    between calls (traced on the first).
 
     Raises:
       ValueError: no variables, a loss that does not depend on some, or a bad ``loss_scale``.
@@ -198,7 +203,9 @@ def flat_objective(
         gradient = tf.concat([tf.reshape(tf.cast(g, tf.float64), [-1]) for g in grads], 0) / scale
         return tf.cast(loss, tf.float64), gradient
 
-    if strategy is None:
+    if compiled is not None and "value_and_gradient" in compiled:
+        value_and_gradient = compiled["value_and_gradient"]
+    elif strategy is None:
 
         @tf.function(jit_compile=jit_compile, autograph=False)
         def value_and_gradient(flat, scale):
@@ -217,6 +224,8 @@ def flat_objective(
             mean = lambda value: strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
             return mean(loss), mean(gradient)
 
+    if compiled is not None:
+        compiled["value_and_gradient"] = value_and_gradient
     scale = [float(loss_scale)]
 
     def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
