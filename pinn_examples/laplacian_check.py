@@ -29,9 +29,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pinn_examples laplacian_check", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--dim", type=int, default=3, help="input dimension d")
-    parser.add_argument("--points", type=int, default=8, help="number of points")
-    parser.add_argument("--probes", type=int, default=256, help="Hutchinson probes per point")
+    parser.add_argument("--dim", type=number(int, positive=True), default=3, help="input dimension d")
+    parser.add_argument("--points", type=number(int, positive=True), default=8, help="number of points")
+    parser.add_argument("--probes", type=number(int, positive=True), default=256, help="Hutchinson probes per point")
     parser.add_argument("--seed", type=number(int, maximum=SEED_MAX), default=0)
     args = parser.parse_args(argv)
     import hodiff  # imported after the flags are read: --help does not import TensorFlow

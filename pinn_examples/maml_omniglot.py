@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import time
+import zipfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -64,6 +65,42 @@ def cross_entropy(logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
     """Mean softmax cross-entropy of integer labels (half-precision logits in float32)."""
     logits = tf.cast(logits, tf.float32) if logits.dtype in (tf.float16, tf.bfloat16) else logits
     return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels, tf.int32), logits))
+
+
+def images_file(path: str) -> str:
+    """An argparse ``type`` for ``--data``: an ``.npz`` archive whose ``images`` member's header says
+    ``(classes, examples, 28, 28)`` of numbers and that holds the bytes its header claims (read without loading it)."""
+    rule = "give an .npz file saved with numpy.savez(PATH, images=array), array of shape (classes, examples, 28, 28)"
+    if not os.path.isfile(path):
+        raise argparse.ArgumentTypeError(f"no file {path!r}; {rule}")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.namelist()
+            if "images.npy" not in members:
+                held = [name.removesuffix(".npy") for name in members]
+                raise argparse.ArgumentTypeError(f"{path} holds {held}, not 'images'; {rule}")
+            stored = archive.getinfo("images.npy").file_size
+            with archive.open("images.npy") as member:
+                version = np.lib.format.read_magic(member)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(member)
+                offset = member.tell()
+    except (OSError, ValueError, EOFError, TypeError, zipfile.BadZipFile) as error:
+        raise argparse.ArgumentTypeError(f"{path} is not a readable .npz archive ({error}); {rule}") from None
+    if len(shape) != 4 or tuple(shape[2:]) != (28, 28):
+        raise argparse.ArgumentTypeError(
+            f"images in {path} have shape {shape}; expected (classes, examples, 28, 28), e.g. Omniglot's "
+            "(1623, 20, 28, 28)"
+        )
+    if dtype.hasobject or not (np.issubdtype(dtype, np.number) or dtype.kind == "b"):
+        raise argparse.ArgumentTypeError(f"images in {path} have dtype {dtype}; expected numbers")
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if offset + claimed > stored:
+        raise argparse.ArgumentTypeError(
+            f"the header of images in {path} claims shape {shape} of {dtype} ({claimed:.3g} bytes), but the archive "
+            f"holds {stored - offset} bytes of data; it is truncated or corrupt. Save it again ({rule[5:]})"
+        )
+    return path
 
 
 def load_images(path: str | None, classes: int, seed: int) -> np.ndarray:
@@ -127,7 +164,9 @@ def accuracy(learner, tasks, count: int, batch: int, steps: int, seed: int) -> d
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pinn_examples maml_omniglot", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    parser.add_argument("--data", default=None, help="an .npz with images (classes, examples, 28, 28); else synthetic")
+    parser.add_argument(
+        "--data", type=images_file, default=None, help="an .npz with images (classes, examples, 28, 28); else synthetic"
+    )
     parser.add_argument("--ways", type=number(int, positive=True), default=5)
     parser.add_argument("--shots", type=number(int, positive=True), default=1)
     parser.add_argument("--queries", type=number(int, positive=True), default=15, help="query examples per class")

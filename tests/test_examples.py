@@ -106,6 +106,10 @@ def test_an_examples_help_shows_its_own_flags(capsys):
         ["maml_pinn", "--adapt-lr=-1"],
         ["maml_sinusoid", "--seed=-1"],
         ["laplacian_check", f"--seed={2**32}"],
+        ["laplacian_check", "--dim=0"],
+        ["laplacian_check", "--dim=-2"],
+        ["laplacian_check", "--points=-1"],
+        ["laplacian_check", "--probes=0"],
     ],
 )
 def test_the_other_examples_refuse_non_finite_and_out_of_range_flags(argv, capsys):

@@ -1,6 +1,9 @@
 """``python -m pinn_examples maml_omniglot``: the fast preset trains, evaluates, resumes exactly; bad --data."""
 
+import io
 import json
+import re
+import zipfile
 
 import numpy as np
 import pytest
@@ -44,14 +47,34 @@ def test_fast_preset_trains_evaluates_and_resumes_where_it_was_killed(tmp_path, 
         main([*fast, "--output", killed])
 
 
-def test_bad_data_files_are_refused_with_the_layout(tmp_path):
+def test_bad_data_files_are_refused_with_the_layout(tmp_path, capsys):
+    """Refused by argparse (exit status 2, naming --data and the rule) before anything is loaded; a .npy file, a
+    header claiming a huge shape and a file that is not an archive ended in tracebacks (issue 46 item 13)."""
     wrong_shape, wrong_key = tmp_path / "shape.npz", tmp_path / "key.npz"
     np.savez(wrong_shape, images=np.zeros((10, 20, 32, 32), np.uint8))
     np.savez(wrong_key, pixels=np.zeros((10, 20, 28, 28), np.uint8))
+    plain = tmp_path / "imgs.npy"
+    np.save(plain, np.zeros((10, 20, 28, 28), np.uint8))
+    text = tmp_path / "text.npz"
+    text.write_text("not an archive")
+    huge = tmp_path / "huge.npz"
+    member = io.BytesIO()
+    np.lib.format.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False, "shape": (10**9, 20, 28, 28)})
+    with zipfile.ZipFile(huge, "w") as archive:
+        archive.writestr("images.npy", member.getvalue() + bytes(64))
+    objects = tmp_path / "objects.npz"
+    np.savez(objects, images=np.empty((1, 1, 28, 28), object))
     for path, message in (
         (wrong_shape, r"\(classes, examples, 28, 28\)"),
         (wrong_key, "not 'images'"),
         (tmp_path / "missing.npz", "no file"),
+        (plain, "not a readable .npz archive"),
+        (text, "not a readable .npz archive"),
+        (huge, "claims shape .* truncated or corrupt"),
+        (objects, "expected numbers"),
     ):
-        with pytest.raises(SystemExit, match=message):
+        with pytest.raises(SystemExit) as info:
             main(["--preset", "fast", "--data", str(path), "--output", str(tmp_path / "out")])
+        error = capsys.readouterr().err
+        assert info.value.code == 2 and "argument --data: " in error, error
+        assert re.search(message, error), (message, error)
