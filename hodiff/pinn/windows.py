@@ -8,26 +8,24 @@ previous window's solution there (the exact initial condition in window 0), e.g.
 (t - t_k) * outputs`` (the default). The solution over the whole horizon is window ``k``'s
 on ``[t_k, t_k+1)``; it is continuous across the windows' ends by construction.
 
-:func:`time_marching` drives it: for each window it builds the window's problem and hands it,
-with the model and the window's :class:`~hodiff.pinn.Output`, to your ``train`` function (which
-makes a :class:`~hodiff.pinn.Trainer` and runs its phases), then freezes a copy of the trained
-network for the next window. With a ``directory`` each window is a run of its own in
-``directory/window-<k>`` (history, checkpoints, run info); ``resume=True`` restores the finished
-windows from their last checkpoints (no training) and continues the window that was killed
-from its latest checkpoint, so the result equals the uninterrupted run's.
+:func:`time_marching` drives it. With a :class:`~hodiff.pinn.SeriesRestart` (the window before handed on as a
+series in space, whose coefficients are a fixed set of numbers) it builds one trainer, on
+:meth:`TimeWindows.moving`'s problem, whose transforms read the window's start and the restart's coefficients
+from variables (:class:`WindowState`): each window then assigns the variables, draws its points into the
+data's variables (:meth:`TrainingData.move <hodiff.pinn.TrainingData.move>`) and starts a run of its own
+(:meth:`Trainer.start_run <hodiff.pinn.Trainer.start_run>`), and every window trains with the steps traced
+and compiled for the first: no retrace, no compile, and the memory of one window. Without a restart, window
+``k`` differentiates the frozen networks of the windows before it, and each window builds a trainer of its
+own. Your ``trainer(problem, model)`` builds the trainer; your ``train(trainer)`` runs one window's phases.
+With a ``directory`` each window is a run of its own in ``directory/window-<k>`` (history, checkpoints, run
+info); ``resume=True`` restores the finished windows from their last checkpoints (no training) and continues
+the window that was killed from its latest checkpoint, so the result equals the uninterrupted run's.
 :func:`restore_marching` rebuilds the trained solution from the directory alone (``--evaluate``).
 
 The network's time input is scaled over the whole horizon (:func:`~hodiff.pinn.mlp`), so each
 window spans ``1 / count`` of its range; ``TimeWindows(..., local_time=True)`` feeds window ``k``'s
 network ``t0 + (t - t_k) * count`` instead (the window's :attr:`~hodiff.pinn.Problem.input_transform`),
 so that every window spans the whole range. The residual, conditions and transform see ``t``.
-
-Memory: TensorFlow keeps every XLA-compiled function for the life of the process (its compilation
-cache has no eviction), and each window's trainer compiles its own steps, so one process that trains
-``count`` windows holds ``count`` windows' compiled steps (0.9 GB a window for a fourth-order
-problem). The examples' runner trains each window in a child process of its own for that reason
-(``pinn_examples/_runner.py``); :func:`time_marching` with ``resume=True`` then restores them all
-without compiling a training step.
 
 References:
   Wang, Sankaran & Perdikaris (2024), "Respecting causality for training physics-informed
@@ -43,19 +41,18 @@ Example:
 
   domain = pinn.Interval("x", 0.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
   decay = pinn.Problem(domain, needs=("u", "u_t"), residual=lambda d, x, p: d["u_t"] + d["u"])
-  windows = pinn.TimeWindows(2, initial=lambda x: tf.sin(np.pi * x["x"])[:, None])
 
-
-  def train(problem, model, output):
-      trainer = pinn.Trainer(
-          pinn.TrainingData(problem, interior=64), model, learning_rate=1e-2, output=output,
+  def trainer(problem, model):
+      return pinn.Trainer(
+          pinn.TrainingData(problem, interior=64), model, learning_rate=1e-2,
           schedule=pinn.Schedule(steps_per_call=50, log_every=50, progress=False),
       )
-      trainer.adam(300)
-      return trainer
 
 
-  marched = pinn.time_marching(decay, pinn.mlp(domain, width=8, depth=2), windows, train)
+  restart = pinn.SeriesRestart(domain, {"x": pinn.Chebyshev(0.0, 1.0, 12)})  # one compiled step for both windows
+  windows = pinn.TimeWindows(2, initial=lambda x: tf.sin(np.pi * x["x"])[:, None], restart=restart)
+  model = pinn.mlp(domain, width=8, depth=2)
+  marched = pinn.time_marching(decay, model, windows, trainer, train=lambda trainer: trainer.adam(300))
   x = np.array([[0.5, 0.0], [0.5, 0.5], [0.5, 1.0]])
   assert np.allclose(marched.predict(x)[:, 0], np.exp(-x[:, 1]), atol=2e-2)
   assert [row["window"] for row in marched.history][::6] == [0, 1]
