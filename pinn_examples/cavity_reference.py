@@ -433,8 +433,9 @@ def lid_driven_cavity(
     ``cache/cavity_<cells>.npz`` (``cache=None``: no cache).
     """
     path = None if cache is None else os.path.join(os.path.expanduser(cache), f"cavity_nu{NU}_{cells}.npz")
-    solution = read_cache(path, ("u", "v", "p")) if path is not None and os.path.exists(path) else None
-    if solution is None:  # no cache, or an unreadable one (read_cache warned)
+    shapes = {"u": (cells + 1, cells + 2), "v": (cells + 2, cells + 1), "p": (cells, cells)}
+    solution = read_cache(path, ("u", "v", "p"), shapes) if path is not None and os.path.lexists(path) else None
+    if solution is None:  # no cache, or one that cannot be used (read_cache warned)
         solution = solve(cells)
         if path is not None:
             write_cache(path, **solution)
@@ -480,7 +481,9 @@ def expanding_channel(
     """``{"u", "v", "p"}`` of the widening channel on the grid ``x x y`` (NaN outside the domain), from
     :func:`solve_channel` on ``cells`` cells per unit length, cached as :func:`lid_driven_cavity` does."""
     path = None if cache is None else os.path.join(os.path.expanduser(cache), f"channel_nu{NU}_{cells}.npz")
-    solution = read_cache(path, ("u", "v", "p")) if path is not None and os.path.exists(path) else None
+    nx, ny = 4 * cells, 2 * cells
+    shapes = {"u": (nx + 1, ny + 2), "v": (nx + 2, ny + 1), "p": (nx, ny)}
+    solution = read_cache(path, ("u", "v", "p"), shapes) if path is not None and os.path.lexists(path) else None
     if solution is None:
         solution = solve_channel(cells)
         if path is not None:

@@ -26,8 +26,11 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 
+from pinn_examples.npz_headers import npz_headers
+
 HOLE_CENTRES = ((-0.3, -0.3), (-0.3, 0.3), (0.3, -0.3), (0.3, 0.3))
 HOLE_RADIUS = 0.1
+logger = logging.getLogger(__name__)
 _ON_CIRCLE = 1e-9  # grid points this close to a circle (relative to the box size 1) lie on it: u = 0 there
 
 
@@ -282,20 +285,42 @@ def cached(name: str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     as ``fd_<name>_<n>.npz`` and read back by later processes.
     """
     solver = {"lshape": poisson_lshape_fd, "holes": laplace_holes_fd, "cg2d": poisson2d_cg_fd}[name]
-    saved = cached_on_disk(f"fd_{name}_{n}.npz", ("x", "y", "u"), lambda: dict(zip(("x", "y", "u"), solver(n))))
+    nodes = n + 1 if name == "holes" else 2 * n + 1
+    shapes = {"x": (nodes,), "y": (nodes,), "u": (nodes, nodes)}
+
+    def compute() -> dict[str, np.ndarray]:
+        return dict(zip(("x", "y", "u"), solver(n)))
+
+    saved = cached_on_disk(f"fd_{name}_{n}.npz", ("x", "y", "u"), compute, shapes)
     return saved["x"], saved["y"], saved["u"]
 
 
+Shapes = dict[str, tuple[int | None, ...]]
+
+
 def cached_on_disk(
-    file_name: str, names: tuple[str, ...], compute: Callable[[], dict[str, np.ndarray]]
+    file_name: str,
+    names: tuple[str, ...],
+    compute: Callable[[], dict[str, np.ndarray]],
+    shapes: Shapes | None = None,
 ) -> dict[str, np.ndarray]:
     """``compute()``: with the environment variable ``HODIFF_CACHE`` naming a directory, read from there as
     ``file_name`` (the arrays ``names``) when an earlier process kept it, else computed and kept there (atomically).
-    An unreadable file is computed again (:func:`read_cache` warns)."""
+
+    A file that cannot be used (unreadable, or arrays of other ``shapes`` than expected: see :func:`read_cache`)
+    is computed again with a warning; a ``HODIFF_CACHE`` that is not a directory, or a cache that cannot be
+    written, warns and keeps nothing (:func:`write_cache`)."""
     directory = os.environ.get("HODIFF_CACHE")
+    if directory and os.path.exists(directory) and not os.path.isdir(directory):
+        logger.warning(
+            "HODIFF_CACHE=%s is not a directory; the reference is computed and not kept. Set HODIFF_CACHE to a "
+            "directory (it is created if missing) or unset it.",
+            directory,
+        )
+        directory = None
     path = os.path.join(directory, file_name) if directory else None
-    if path and os.path.exists(path):
-        saved = read_cache(path, names)
+    if path and os.path.lexists(path):
+        saved = read_cache(path, names, shapes)
         if saved is not None:
             return saved
     result = compute()
@@ -304,15 +329,30 @@ def cached_on_disk(
     return result
 
 
-def read_cache(path: str, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
-    """The arrays ``names`` of the ``.npz`` cache ``path``; ``None``, with a warning, when it is unreadable
-    (truncated, not an archive, an array missing), so that the caller computes them again."""
+def read_cache(path: str, names: tuple[str, ...], shapes: Shapes | None = None) -> dict[str, np.ndarray] | None:
+    """The arrays ``names`` of the ``.npz`` cache ``path``; ``None``, with a warning, when it cannot be used,
+    so that the caller computes them again.
+
+    A cache cannot be used when it is not a file (a directory at its path), not an archive, truncated, missing an
+    array, holds a header claiming more than the file holds (checked before anything is loaded, so a corrupt header
+    cannot exhaust the memory: :func:`pinn_examples.npz_headers.npz_headers`), or, with ``shapes``
+    (``{name: shape}``, ``None`` for any length along an axis), holds an array of another shape (a cache
+    written by another version of the reference).
+    """
     try:
+        if not os.path.isfile(path):
+            raise OSError(f"{path} is not a file")
+        headers = npz_headers(path, names)
+        for name, expected in (shapes or {}).items():
+            shape = headers[name][0]
+            if len(shape) != len(expected) or any(e is not None and e != s for s, e in zip(shape, expected)):
+                wanted = str(tuple("any" if e is None else e for e in expected)).replace("'", "")
+                raise ValueError(f"it holds {name} of shape {shape}, not the expected {wanted}")
         with np.load(path, allow_pickle=False) as data:
             return {name: data[name] for name in names}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        logging.getLogger(__name__).warning(
-            "the reference cache %s is unreadable (%s: %s); computing the reference again.",
+    except (OSError, ValueError, KeyError, EOFError, MemoryError, zipfile.BadZipFile) as error:
+        logger.warning(
+            "the reference cache %s cannot be used (%s: %s); computing the reference again.",
             path,
             type(error).__name__,
             error,
@@ -320,9 +360,23 @@ def read_cache(path: str, names: tuple[str, ...]) -> dict[str, np.ndarray] | Non
         return None
 
 
-def write_cache(path: str, **arrays: np.ndarray) -> None:
-    """Writes ``arrays`` to the ``.npz`` cache ``path`` atomically (a kill leaves the old file or none)."""
+def write_cache(path: str, **arrays: np.ndarray) -> bool:
+    """Writes ``arrays`` to the ``.npz`` cache ``path`` atomically (a kill leaves the old file or none).
+
+    Returns whether it was kept: a cache that cannot be written (a directory at ``path``, a file where its folder
+    should be, no permission, a full disk) warns and keeps nothing; the reference was computed all the same."""
     from hodiff.pinn.runlog import atomic_write
 
-    with atomic_write(path) as temporary, open(temporary, "wb") as file:
-        np.savez(file, **arrays)
+    try:
+        with atomic_write(path) as temporary, open(temporary, "wb") as file:
+            np.savez(file, **arrays)
+    except OSError as error:
+        logger.warning(
+            "the reference cache %s cannot be written (%s: %s); the reference is used but not kept. Remove what is "
+            "in the way or point the cache elsewhere (HODIFF_CACHE, or the cache= argument).",
+            path,
+            type(error).__name__,
+            error,
+        )
+        return False
+    return True

@@ -171,4 +171,6 @@ def heat2d_lt_reference(n: int = REFERENCE_N, dt: float = REFERENCE_DT) -> dict[
         picture = values[len(points) :].reshape(len(axes["x"]), len(axes["t"]))
         return {"points": points, "u": values[: len(points)], "x": axes["x"], "t": axes["t"], "picture": picture}
 
-    return cached_on_disk(f"spectral_heat2d_lt_{n}_{dt:g}.npz", ("points", "u", "x", "t", "picture"), compute)
+    shapes: dict[str, tuple[int | None, ...]] = {"points": (TEST_POINTS, 3), "u": (TEST_POINTS,)}
+    shapes |= {"x": (PICTURE_X,), "t": (PICTURE_TIMES,), "picture": (PICTURE_X, PICTURE_TIMES)}
+    return cached_on_disk(f"spectral_heat2d_lt_{n}_{dt:g}.npz", ("points", "u", "x", "t", "picture"), compute, shapes)

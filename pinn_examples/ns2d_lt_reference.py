@@ -207,8 +207,13 @@ def ns2d_lt_reference(
         f"{kind}_{name}" for kind in ("picture", "snapshot") for name in names
     )
     path = None if cache is None else os.path.join(os.path.expanduser(cache), f"ns2d_lt_{cells}_{dt:g}.npz")
-    if path is not None and os.path.exists(path):
-        saved = read_cache(path, keys)
+    picture, snapshot = (PICTURE_X, PICTURE_TIMES), (len(SNAPSHOTS), SNAPSHOT_X, SNAPSHOT_Y)
+    shapes: dict[str, tuple[int | None, ...]] = {"points": (TEST_POINTS, 3), "x": (PICTURE_X,), "t": (PICTURE_TIMES,)}
+    shapes |= {"snapshot_x": (SNAPSHOT_X,), "snapshot_y": (SNAPSHOT_Y,)}
+    for name in names:
+        shapes |= {name: (TEST_POINTS,), f"picture_{name}": picture, f"snapshot_{name}": snapshot}
+    if path is not None and os.path.lexists(path):
+        saved = read_cache(path, keys, shapes)
         if saved is not None:
             return saved
     points = test_points()

@@ -135,3 +135,86 @@ def test_poisson_holes_refuses_bad_input():
         fd.poisson_holes_fd(20, (-1, -1), (1, 1), disks, k2=-1.0)
     with pytest.raises(ValueError, match="n >= 40"):
         fd.poisson_holes_fd(20, (-1, -1), (1, 1), [(0.0, 0.0, 0.05)])
+
+
+def _huge_header_archive(path, name="u"):
+    """An .npz whose member ``name`` claims (10**9, 1000) float64 but holds 64 bytes (np.load: MemoryError)."""
+    import io
+    import zipfile
+
+    member = io.BytesIO()
+    np.lib.format.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False, "shape": (10**9, 1000)})
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{name}.npy", member.getvalue() + bytes(64))
+
+
+def test_unusable_reference_caches_are_computed_again_with_a_warning(tmp_path, monkeypatch, caplog):
+    """A header claiming a huge shape (MemoryError), a directory at the cache path and a cache of other shapes
+    are computed again with a warning; each ended in a traceback or was used silently (issue 46 item 11)."""
+    monkeypatch.setenv("HODIFF_CACHE", str(tmp_path))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"u": np.arange(6.0).reshape(2, 3)}
+
+    path = tmp_path / "ref.npz"
+    _huge_header_archive(path)
+    with caplog.at_level("WARNING"):
+        saved = fd.cached_on_disk("ref.npz", ("u",), compute, {"u": (2, None)})
+    np.testing.assert_array_equal(saved["u"], compute()["u"])
+    assert "claims shape (1000000000, 1000)" in caplog.text and "computing the reference again" in caplog.text
+    assert fd.read_cache(str(path), ("u",)) is not None, "the good result replaced the corrupt file"
+    caplog.clear()
+    np.savez(path, u=np.zeros((4, 3)))  # a valid cache of other shapes: recomputed, not used
+    with caplog.at_level("WARNING"):
+        saved = fd.cached_on_disk("ref.npz", ("u",), compute, {"u": (2, None)})
+    assert saved["u"].shape == (2, 3) and "u of shape (4, 3), not the expected (2, any)" in caplog.text
+    caplog.clear()
+    path.unlink()
+    path.mkdir()  # a directory at the cache path: read and write both fail, the reference is still returned
+    with caplog.at_level("WARNING"):
+        saved = fd.cached_on_disk("ref.npz", ("u",), compute)
+    assert saved["u"].shape == (2, 3) and "is not a file" in caplog.text and "cannot be written" in caplog.text
+    assert path.is_dir()
+
+
+def test_a_cache_setting_naming_a_file_computes_with_a_warning(tmp_path, monkeypatch, caplog):
+    afile = tmp_path / "cache.txt"
+    afile.write_text("not a directory")
+    monkeypatch.setenv("HODIFF_CACHE", str(afile))
+    with caplog.at_level("WARNING"):
+        saved = fd.cached_on_disk("ref.npz", ("u",), lambda: {"u": np.ones(3)})
+    np.testing.assert_array_equal(saved["u"], np.ones(3))
+    assert f"HODIFF_CACHE={afile} is not a directory" in caplog.text
+    assert afile.read_text() == "not a directory"
+
+
+def test_the_grid_references_check_their_cached_shapes(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("HODIFF_CACHE", str(tmp_path))
+    fd.cached.cache_clear()
+    np.savez(tmp_path / "fd_lshape_4.npz", x=np.zeros(3), y=np.zeros(3), u=np.zeros((3, 3)))
+    with caplog.at_level("WARNING"):
+        x, y, u = fd.cached("lshape", 4)
+    fd.cached.cache_clear()
+    assert u.shape == (9, 9) and "not the expected (9,)" in caplog.text
+
+
+def test_the_cavity_cache_is_recomputed_when_unusable(tmp_path, caplog):
+    from pinn_examples import cavity_reference
+
+    axis = np.linspace(0.0, 1.0, 5)
+    good = cavity_reference.lid_driven_cavity(axis, axis, cells=8, cache=str(tmp_path))
+    path = next(tmp_path.glob("cavity_*.npz"))
+    np.savez(path, u=np.zeros((3, 3)), v=np.zeros((3, 3)), p=np.zeros((3, 3)))
+    with caplog.at_level("WARNING"):
+        again = cavity_reference.lid_driven_cavity(axis, axis, cells=8, cache=str(tmp_path))
+    assert "not the expected (9, 10)" in caplog.text
+    np.testing.assert_allclose(again["u"], good["u"])
+    path.unlink()
+    path.mkdir()
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        again = cavity_reference.lid_driven_cavity(axis, axis, cells=8, cache=str(tmp_path))
+    assert "cannot be written" in caplog.text
+    np.testing.assert_allclose(again["u"], good["u"])
