@@ -184,6 +184,24 @@ def main(argv=None) -> int:
             setattr(args, name, value)
     if not 0.0 < args.held_out < 1.0:
         parser.error(f"--held-out must be a share in (0, 1), got {args.held_out}")
+    from hodiff.pinn.runlog import RunInUseError, lock_run
+
+    if (args.resume or args.evaluate) and not os.path.isfile(os.path.join(args.output, "run.json")):
+        raise SystemExit(f"--{'resume' if args.resume else 'evaluate'}: no run in {args.output} (no run.json).")
+    try:  # one writer per --output (as the PINN examples): two --resume at once would train into one run
+        lock = lock_run(args.output, "--output", {"example": "maml_omniglot"})
+    except RunInUseError as error:
+        raise SystemExit(str(error)) from None
+    except OSError as error:
+        raise SystemExit(f"--output {args.output}: cannot write there ({error}); choose another --output.") from None
+    try:
+        return train_and_evaluate(args)
+    finally:
+        lock.release()
+
+
+def train_and_evaluate(args: argparse.Namespace) -> int:
+    """Trains (unless ``--evaluate``) and evaluates the run in ``args.output``; the caller holds its lock."""
     log = (lambda line: None) if args.no_progress else (lambda line: print(line, flush=True))
 
     from hodiff.meta.tasks import FewShotTasks, split_classes
@@ -191,8 +209,6 @@ def main(argv=None) -> int:
     settings = {name: getattr(args, name) for name in SETTINGS}
     run_file = os.path.join(args.output, "run.json")
     if args.resume or args.evaluate:
-        if not os.path.isfile(run_file):
-            raise SystemExit(f"--{'resume' if args.resume else 'evaluate'}: no run in {args.output} (no run.json).")
         with open(run_file) as file:
             stored = json.load(file)
         if args.evaluate:

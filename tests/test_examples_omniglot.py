@@ -78,3 +78,35 @@ def test_bad_data_files_are_refused_with_the_layout(tmp_path, capsys):
         error = capsys.readouterr().err
         assert info.value.code == 2 and "argument --data: " in error, error
         assert re.search(message, error), (message, error)
+
+
+def test_a_run_written_by_another_live_process_is_refused(tmp_path):
+    """maml_omniglot takes the run lock (hodiff.pinn.runlog.lock_run) as the PINN examples do: two --resume at
+    once both trained into one directory (issue 46 item 9)."""
+    import subprocess
+    import sys
+
+    output = tmp_path / "run"
+    output.mkdir()
+    (output / "run.json").write_text("{}")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from hodiff.pinn.runlog import lock_run; lock = lock_run(sys.argv[1]); "
+            "print('held', flush=True); sys.stdin.read()",
+            str(output),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for mode in (["--resume"], ["--evaluate"], []):
+            with pytest.raises(SystemExit, match="is being written by another run: process"):
+                main(["--preset", "fast", "--output", str(output), *mode])
+    finally:
+        holder.communicate("")  # the holder exits and its lock goes with it
+    with pytest.raises(SystemExit, match="other settings"):  # past the lock: the run itself is checked
+        main(["--preset", "fast", "--output", str(output), "--resume"])
