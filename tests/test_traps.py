@@ -200,3 +200,32 @@ def test_a_near_zero_field_with_a_nonzero_initial_condition_is_warned_about(capl
         trainer_for(soft, interior=64)._warn_if_trivial("Adam")  # a network that is not near zero
         trainer_for(soft, zero_network(), interior=64)._warn_if_trivial("Adam")
     assert len([r for r in caplog.records if "near zero" in r.getMessage()]) == 1, "only the last one"
+
+
+def test_lbfgs_trains_a_pure_neumann_problem_and_warns_the_solution_is_up_to_a_constant(caplog):
+    """Only derivatives of u reach the loss, so the last bias does not: L-BFGS refused the trainer's own weights
+    ("the loss does not depend on ['bias']") though the user passed none (issue 46 item 1)."""
+    problem = pinn.Problem(
+        SQUARE,
+        needs=("u_xx", "u_yy"),
+        residual=lambda d, x, p: (
+            d["u_xx"] + d["u_yy"] + 2.0 * np.pi**2 * tf.cos(np.pi * x["x"]) * tf.cos(np.pi * x["y"])
+        ),
+        conditions=[pinn.Neumann(0.0, count=16)],
+    )
+    run = trainer_for(problem)
+    run.adam(4)
+    bias = run.model.layers[-1].bias.numpy().copy()
+    with caplog.at_level(logging.WARNING, logger="hodiff.pinn.trainer"):
+        result = run.lbfgs(5)
+    assert result.nit >= 1 and np.isfinite(result.fun) and result.unconnected, result
+    assert any("bias" in name for name in result.unconnected)
+    np.testing.assert_array_equal(run.model.layers[-1].bias.numpy(), bias)  # a zero gradient: kept
+    assert (
+        "defined up to a constant" in caplog.text and "pinn.Dirichlet(" in caplog.text and "pinn.Data(" in caplog.text
+    )
+    v, w = tf.Variable(1.0), tf.Variable(3.0)
+    with pytest.raises(ValueError, match="does not depend on .*unconnected='zero'"):  # a user's own variables
+        minimize_lbfgs(lambda: tf.square(w - 1.0), [w, v], 5)
+    result = minimize_lbfgs(lambda: tf.square(w - 1.0), [w, v], 20, unconnected="zero")
+    assert abs(w.numpy() - 1.0) < 1e-5 and v.numpy() == 1.0 and result.unconnected == [v.name]

@@ -190,6 +190,7 @@ class Trainer:
             **({} if strategy is None else {"per_step_batches": True, "strategy": strategy}),
         )
         self._in_lbfgs = False
+        self._warned_unconnected = False
         self._compiled_objectives: dict[str, dict] = {}
         self._predict = tf.function(self.solution, jit_compile=True, reduce_retracing=True, autograph=False)
         self._residuals = tf.function(self._named_residuals, jit_compile=True, reduce_retracing=True, autograph=False)
@@ -515,6 +516,7 @@ class Trainer:
                 progress=self.progress,
                 strategy=self.strategy,
                 compiled=self._compiled_objectives.setdefault(method, {}),  # traced once for every run
+                unconnected="zero",  # weights the loss does not reach (a pure-Neumann problem's bias) keep their values
             )
             loss = self._frozen_loss if self.strategy is None else self._replica_frozen_loss
             if method == "bfgs":
@@ -529,6 +531,7 @@ class Trainer:
                     max_corrections=max_corrections,
                     **shared,
                 )
+            self._warn_unconnected(name, result.unconnected)
             terms = self._term_values()
             self._guard(float(result.fun), f"the end of {name} ({result.message})", terms)
             if result.nit == 0:
@@ -580,6 +583,23 @@ class Trainer:
             for i, field in enumerate(problem.fields):
                 scales[field] = ("its hard initial condition", float(np.sqrt(np.mean(values[:, i] ** 2))))
         return scales
+
+    def _warn_unconnected(self, phase: str, names: list[str]) -> None:
+        """Warns (once per trainer) that the loss does not reach the weights ``names``: they kept their values, and
+        a field that the loss sees only through its derivatives is defined up to a constant."""
+        if not names or self._warned_unconnected:
+            return
+        self._warned_unconnected = True
+        logger.warning(
+            "%s: the loss does not depend on the weights %s; they keep their values (a zero gradient). When these "
+            "include the last layer's bias, every loss term sees the fields only through their derivatives (only "
+            "Neumann or periodic conditions): the solution is defined up to a constant, and the one found is "
+            "arbitrary. Pin it with a value: a Dirichlet condition on one piece or point (pinn.Dirichlet(value, "
+            "count=1, where=...)) or a Data condition (pinn.Data(points, values)), or compare solutions after "
+            "subtracting their means.",
+            phase,
+            names,
+        )
 
     def _warn_if_trivial(self, phase: str) -> None:
         """Warns when a trained field is near zero everywhere (RMS under a tenth of its initial values')."""

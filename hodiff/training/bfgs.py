@@ -56,6 +56,7 @@ def minimize_bfgs(
     progress: bool = False,
     strategy: tf.distribute.Strategy | None = None,
     compiled: dict | None = None,
+    unconnected: str = "error",
 ) -> scipy.optimize.OptimizeResult:
     """Minimises ``loss_fn()`` over ``variables`` with self-scaled BFGS (:func:`self_scaled_bfgs`, float64).
 
@@ -79,9 +80,10 @@ def minimize_bfgs(
       progress: show a tqdm progress bar.
       strategy: a ``tf.distribute`` strategy whose scope created the variables.
       compiled: a dict that keeps the compiled value-and-gradient between calls (:func:`minimize_lbfgs`).
+      unconnected: ``"error"`` or ``"zero"``, for variables the loss does not depend on (:func:`minimize_lbfgs`).
 
     Returns:
-      scipy's ``OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``message``, ``success``);
+      scipy's ``OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``message``, ``success``, ``unconnected``);
       the variables hold ``result.x``.
 
     Raises:
@@ -102,10 +104,14 @@ def minimize_bfgs(
             f"minimize_bfgs: {size} weights would need a {8 * size * size / 2**30:.1f} GiB inverse Hessian; dense "
             f"BFGS takes at most {MAX_PARAMETERS}. Use minimize_lbfgs (limited memory) for this model."
         )
-    fun, x0, assign = flat_objective("minimize_bfgs", loss_fn, weights, loss_scale, jit_compile, strategy, compiled)
+    compiled = {} if compiled is None else compiled
+    fun, x0, assign = flat_objective(
+        "minimize_bfgs", loss_fn, weights, loss_scale, jit_compile, strategy, compiled, unconnected
+    )
     with iteration_progress("BFGS", max_iterations, progress, assign, callback) as on_iteration:
         result = self_scaled_bfgs(fun, x0, max_iterations, gtol=gtol, scaling=scaling, callback=on_iteration)
     assign(result.x)
+    result.unconnected = list(compiled.get("unconnected", []))
     log = logger.warning if result.message.startswith("line search") else logger.info
     log(
         "BFGS stopped after %d iterations and %d evaluations, loss %.4e: %s",

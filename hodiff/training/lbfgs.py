@@ -57,6 +57,7 @@ def minimize_lbfgs(
     progress: bool = False,
     strategy: tf.distribute.Strategy | None = None,
     compiled: dict | None = None,
+    unconnected: str = "error",
 ) -> scipy.optimize.OptimizeResult:
     """Minimises ``loss_fn()`` over ``variables`` with scipy's L-BFGS-B (float64).
 
@@ -86,12 +87,16 @@ def minimize_lbfgs(
         on the default device.
       compiled: a dict that keeps the compiled value-and-gradient between calls on the same ``loss_fn`` and
         variables (a trainer's windows), so that it is traced once; ``None``: traced per call.
+      unconnected: what to do with variables the loss does not depend on: ``"error"`` (a ``ValueError``
+        naming them: leave them out of ``variables``) or ``"zero"`` (their gradient is zero, so they keep
+        their values; the result's ``unconnected`` names them).
 
     Returns:
-      scipy's ``OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``message``, ``success``);
-      the variables hold ``result.x``.
+      scipy's ``OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``message``, ``success``, and
+      ``unconnected``: the names of the variables the loss does not reach); the variables hold ``result.x``.
 
     Raises:
+      ValueError: bad arguments, or (``unconnected="error"``) a loss that does not depend on some variables.
       FloatingPointError: the loss or its gradient is not finite at the starting point.
 
     References:
@@ -101,7 +106,10 @@ def minimize_lbfgs(
     if not isinstance(max_iterations, int) or max_iterations < 1:
         raise ValueError(f"minimize_lbfgs: max_iterations must be an int >= 1, got {max_iterations!r}.")
     variables = variable_list(variables)
-    fun, x0, assign = flat_objective("minimize_lbfgs", loss_fn, variables, loss_scale, jit_compile, strategy, compiled)
+    compiled = {} if compiled is None else compiled
+    fun, x0, assign = flat_objective(
+        "minimize_lbfgs", loss_fn, variables, loss_scale, jit_compile, strategy, compiled, unconnected
+    )
     options = {
         "maxiter": max_iterations,
         "maxfun": max_evaluations or int(1.25 * max_iterations) + 20,
@@ -112,6 +120,7 @@ def minimize_lbfgs(
     with iteration_progress("L-BFGS", max_iterations, progress, assign, callback) as on_iteration:
         result = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", callback=on_iteration, options=options)
     assign(result.x)
+    result.unconnected = list(compiled.get("unconnected", []))
     if str(result.message).startswith("ABNORMAL"):
         result.message = _line_search_failed(variables)
         logger.warning("minimize_lbfgs: %s", result.message)
@@ -164,6 +173,7 @@ def flat_objective(
     jit_compile: bool,
     strategy: tf.distribute.Strategy | None,
     compiled: dict | None = None,
+    unconnected: str = "error",
 ) -> tuple[Callable[[np.ndarray], tuple[float, np.ndarray]], np.ndarray, Callable[[np.ndarray], None]]:
     """The variables as one float64 vector: ``(fun, x0, assign)`` for a scipy-style minimiser.
 
@@ -171,10 +181,13 @@ def flat_objective(
     one compiled call; averaged over the replicas with ``strategy``), halving ``loss_scale`` while the
     scaled gradient overflows; ``x0`` is the variables' current values; ``assign(x)`` sets them.
     ``caller`` names the function in error messages; ``compiled`` keeps the compiled value-and-gradient
-    between calls (traced on the first).
+    between calls (traced on the first), and under ``"unconnected"`` the names of the variables the loss does not
+    depend on (known once traced). ``unconnected``: ``"error"`` refuses such variables, ``"zero"`` gives them a
+    zero gradient (see :func:`minimize_lbfgs`).
 
     Raises:
-      ValueError: no variables, a loss that does not depend on some, or a bad ``loss_scale``.
+      ValueError: no variables, a loss that does not depend on some (``unconnected="error"``), or a bad
+        ``loss_scale`` or ``unconnected``.
       FloatingPointError: the loss or its gradient is not finite at ``x0``.
     """
     variables = variable_list(variables)
@@ -185,6 +198,8 @@ def flat_objective(
         )
     if not (np.isfinite(loss_scale) and loss_scale >= 1.0):
         raise ValueError(f"{caller}: loss_scale must be a finite number >= 1, got {loss_scale!r}.")
+    if unconnected not in ("error", "zero"):
+        raise ValueError(f"{caller}: unconnected must be 'error' or 'zero', got {unconnected!r}.")
     shapes = [tuple(v.shape) for v in variables]
     sizes = [int(np.prod(s)) for s in shapes]
 
@@ -198,8 +213,14 @@ def flat_objective(
             scaled = loss * tf.cast(scale, loss.dtype)
         grads = tape.gradient(scaled, variables)
         missing = [v.name for v, g in zip(variables, grads) if g is None]
-        if missing:
-            raise ValueError(f"{caller}: the loss does not depend on {missing}; leave them out of variables.")
+        if missing and unconnected == "error":
+            raise ValueError(
+                f"{caller}: the loss does not depend on {missing}; leave them out of variables, or pass "
+                "unconnected='zero' to keep them at their values (a zero gradient)."
+            )
+        if compiled is not None:
+            compiled["unconnected"] = missing  # at trace time: the same for every later call
+        grads = [tf.zeros_like(v) if g is None else g for v, g in zip(variables, grads)]
         gradient = tf.concat([tf.reshape(tf.cast(g, tf.float64), [-1]) for g in grads], 0) / scale
         return tf.cast(loss, tf.float64), gradient
 
