@@ -15,8 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hodiff import _xla_gradients, checks, jets, operators, stde, taylor
-from hodiff._deprecation import warn_moved
+from hodiff import _xla_gradients, checks, jets, operators
 from hodiff.derivatives import (
     HVP_MODES,
     batch_hessian,
@@ -34,15 +33,7 @@ from hodiff.derivatives import (
 from hodiff.estimators import Estimate, hessian_diagonal, hutchinson_trace, hutchpp_trace
 from hodiff.functional import functional_call
 from hodiff.gauss_newton import ggn_vector_product
-from hodiff.jets import (
-    Jet,
-    SparseDirections,
-    contracted_derivative,
-    directional_derivative,
-    forward_jet,
-    forward_laplacian,
-    taylor_coefficients,
-)
+from hodiff.jets import Jet, SparseDirections, directional_derivative, taylor_coefficients
 from hodiff.linalg import hessian_eigenvalues, hessian_operator, newton_cg
 from hodiff.operators import (
     OPERATOR_METHODS,
@@ -57,8 +48,6 @@ from hodiff.operators import (
     divergence,
     laplacian,
     partials,
-    stochastic_divergence,
-    stochastic_laplacian,
 )
 from hodiff.per_example import per_example_gradient_norms, per_example_gradients
 
@@ -73,31 +62,16 @@ _xla_gradients.register()  # slices and concatenations differentiate to any orde
 
 _SUBPACKAGES = ("meta", "pinn", "training")
 _LAZY = {"TrainStep": "hodiff.training.step", "minimize_lbfgs": "hodiff.training.lbfgs"}
-_MOVED = {  # old module -> new module, kept for one release
-    "transforms": "hodiff.training.transforms",
-    "step": "hodiff.training.step",
-    "stable": "hodiff.training.stable",
-    "monitor": "hodiff.training.monitor",
-    "multitask": "hodiff.training.multitask",
-    "penalties": "hodiff.training.penalties",
-    "lbfgs": "hodiff.training.lbfgs",
-    "meta_vectorized": "hodiff.meta.vectorized",
-    "meta_optimizers": "hodiff.meta.optimizers",
-}
 
 
 def __getattr__(name: str) -> Any:
-    """Loads ``hodiff.meta``, ``hodiff.pinn``, ``hodiff.training`` and their names on first use;
-    the moved modules' old names (``hodiff.transforms``, ...) warn and return their alias."""
+    """Loads ``hodiff.meta``, ``hodiff.pinn``, ``hodiff.training`` and their names on first use."""
     if name in _SUBPACKAGES:
         return importlib.import_module(f"hodiff.{name}")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    if name in _MOVED:
-        warn_moved(f"hodiff.{name}", _MOVED[name])
-        return importlib.import_module(f"hodiff.{name}")
     raise AttributeError(f"module 'hodiff' has no attribute {name!r}")
 
 
@@ -123,12 +97,9 @@ __all__ = [
     "batch_hessian",
     "batch_jacobian",
     "checks",
-    "contracted_derivative",
     "directional_derivative",
     "divergence",
     "elementwise_derivatives",
-    "forward_jet",
-    "forward_laplacian",
     "functional_call",
     "ggn_vector_product",
     "grad",
@@ -152,10 +123,6 @@ __all__ = [
     "per_example_gradient_norms",
     "per_example_gradients",
     "pinn",
-    "stde",
-    "stochastic_divergence",
-    "stochastic_laplacian",
-    "taylor",
     "taylor_coefficients",
     "training",
     "value_and_grad",

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from hodiff import _deprecation, _validate
+from hodiff import _validate
 from hodiff._tower import MultiIndex, derivative_tower
 from hodiff.derivatives import hvp, vjp
 from hodiff.estimators import Estimate, mean_and_stderr, rademacher
@@ -66,8 +66,6 @@ __all__ = [
     "laplacian",
     "divergence",
     "partials",
-    "stochastic_laplacian",
-    "stochastic_divergence",
 ]
 
 METHODS = ("nested", "forward", "stochastic", "hutchinson")
@@ -662,23 +660,3 @@ def partials(
       ```
     """
     return Partials(coords, wanted)(u, unconnected=unconnected)(x)
-
-
-def _stochastic_laplacian(u: Field, x: tf.Tensor, num_probes: int = 16, seed: Any = 0, unconnected: str = "error"):
-    return Laplacian().estimate(u, "hutchinson", num_samples=num_probes, seed=seed, unconnected=unconnected)(x)
-
-
-def _stochastic_divergence(v: Field, x: tf.Tensor, num_probes: int = 16, seed: Any = 0, unconnected: str = "error"):
-    return Divergence().estimate(v, "hutchinson", num_samples=num_probes, seed=seed, unconnected=unconnected)(x)
-
-
-stochastic_laplacian = _deprecation.alias(
-    _stochastic_laplacian,
-    "hodiff.stochastic_laplacian(u, x)",
-    "hodiff.operators.Laplacian().estimate(u, 'hutchinson')(x)",
-)
-stochastic_divergence = _deprecation.alias(
-    _stochastic_divergence,
-    "hodiff.stochastic_divergence(v, x)",
-    "hodiff.operators.Divergence().estimate(v, 'hutchinson')(x)",
-)

@@ -9,7 +9,7 @@ import tensorflow as tf
 from helpers.transforms import scaled_in_time, zero_at_the_ends
 
 from hodiff import pinn
-from hodiff.pinn.callbacks import Callback, EarlyStopping, ReferenceError
+from hodiff.pinn.callbacks import Callback, EarlyStopping, RelativeL2Error
 from hodiff.pinn.runlog import read_history
 from hodiff.pinn.saving import load_solution, save_solution
 
@@ -34,7 +34,7 @@ def trainer(problem=None, **options):
 
 
 def test_reference_error_is_logged_in_the_history_csv_and_tensorboard(tmp_path):
-    reference = ReferenceError(POINTS, EXACT, every=20)
+    reference = RelativeL2Error(POINTS, EXACT, every=20)
     run = trainer(callbacks=[reference], output_dir=str(tmp_path), tensorboard=True, learning_rate=1e-2)
     run.adam(60)
     run.lbfgs(20)
@@ -54,7 +54,7 @@ def test_reference_error_is_logged_in_the_history_csv_and_tensorboard(tmp_path):
 
 
 def test_reference_error_on_lbfgs_rows_equals_the_error_of_the_prediction():
-    reference = ReferenceError(POINTS, EXACT)
+    reference = RelativeL2Error(POINTS, EXACT)
     run = trainer(callbacks=[reference])
     run.lbfgs(10)
     assert run.history[-1]["phase"] == "lbfgs"
@@ -111,7 +111,7 @@ def test_early_stopping_on_the_reference_error_and_user_callbacks():
     assert run.history[-1]["twice_loss"] == 2 * run.history[-1]["loss"]
 
     monitor = EarlyStopping("reference_error", patience=10, min_delta=10.0)
-    run = trainer(callbacks=[ReferenceError(POINTS, EXACT), monitor])
+    run = trainer(callbacks=[RelativeL2Error(POINTS, EXACT), monitor])
     result = run.adam(100)
     assert result.steps == 20 and "reference_error has not improved" in result.stop_reason
 

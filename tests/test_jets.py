@@ -10,7 +10,9 @@ import tensorflow as tf
 from conftest import make_mlp, points
 
 import hodiff
-from hodiff.jets import SparseDirections, contracted_derivative, directional_derivative, taylor_coefficients
+from hodiff.jets import SparseDirections, directional_derivative, stde, taylor_coefficients
+from hodiff.jets.propagation import forward_biharmonic
+from hodiff.jets.taylor import weighted_jets
 
 
 def contracted_partials(u, x, v, order):
@@ -160,10 +162,10 @@ def test_cost_scales_like_k_squared_not_d_to_the_k():
 def test_collapsed_jets_equal_weighted_sums_of_directional_derivatives(run, order):
     model = make_mlp(3, 2, width=6, depth=2, activation="softplus")
     x, v, w = points(4, 3), points(5, 3, seed=1), points(2, 5, seed=2)
-    collapsed = run(lambda x: contracted_derivative(model, x, v, w, order), x)
+    collapsed = run(lambda x: weighted_jets(model, x, v, w, order), x)
     expected = tf.einsum("rs,nso->nro", w, directional_derivative(model, x, v, order))
     np.testing.assert_allclose(collapsed, expected, rtol=1e-10, atol=1e-13)
-    nested = contracted_derivative(lambda x: model(x)[:, 1], x, v, w, order, method="nested")
+    nested = weighted_jets(lambda x: model(x)[:, 1], x, v, w, order, method="nested")
     np.testing.assert_allclose(nested, expected[..., 1], rtol=1e-9, atol=1e-12)
 
 
@@ -171,27 +173,21 @@ def test_collapsed_jets_equal_weighted_sums_of_directional_derivatives(run, orde
 def test_collapsed_biharmonic_equals_the_sum_of_order_four_jets(run, activation):
     """forward_biharmonic (one collapsed pass) against the d^2 polarisation jets (forward, one stacked
     pass) and the same jets by nested tapes, two outputs, every mode (d = 1 has no pairs)."""
-    from hodiff import stde
-    from hodiff.jets import forward_biharmonic
-
     for d in (1, 3):
         model = make_mlp(d, 2, width=5, depth=3, activation=activation)
         x = points(3, d)
         collapsed = run(lambda x, model=model: forward_biharmonic(model, x), x)
-        terms = stde.biharmonic().exact_terms(d)
+        terms = stde.biharmonic_terms().exact_terms(d)
         directions = SparseDirections(terms.indices.reshape(-1, 2), terms.values.reshape(-1, 2))
-        jets = contracted_derivative(model, x, directions, terms.weights.reshape(1, -1), 4)[:, 0]
+        jets = weighted_jets(model, x, directions, terms.weights.reshape(1, -1), 4)[:, 0]
         assert collapsed.shape == (3, 2) and collapsed.dtype == tf.float64
         np.testing.assert_allclose(collapsed, jets, rtol=1e-10, atol=1e-12 * np.max(np.abs(jets)))
-        nested = stde.apply(lambda x, model=model: model(x)[:, 1], x, stde.biharmonic(), method="nested")
+        nested = stde.exact(lambda x, model=model: model(x)[:, 1], x, stde.biharmonic_terms(), method="nested")
         np.testing.assert_allclose(collapsed[:, 1], nested, rtol=1e-9, atol=1e-12 * np.max(np.abs(nested)))
 
 
 def test_collapsed_biharmonic_edge_cases():
     """An activation before the first Dense layer; an affine model (zero); a plain function is refused."""
-    from hodiff import stde
-    from hodiff.jets import forward_biharmonic
-
     model = keras.Sequential(
         [
             keras.Input((2,), dtype="float64"),
@@ -201,7 +197,7 @@ def test_collapsed_biharmonic_edge_cases():
         ]
     )
     x = points(3, 2)
-    nested = stde.apply(model, x, stde.biharmonic(), method="nested")
+    nested = stde.exact(model, x, stde.biharmonic_terms(), method="nested")
     np.testing.assert_allclose(forward_biharmonic(model, x)[:, 0], nested[:, 0], rtol=1e-10)
     affine = keras.Sequential([keras.Input((2,), dtype="float64"), keras.layers.Dense(3, dtype="float64")])
     np.testing.assert_array_equal(forward_biharmonic(affine, x), np.zeros((3, 3)))
@@ -220,10 +216,10 @@ def test_collapsed_second_order_edge_cases():
         ]
     )
     x, v, w = points(3, 3), points(2, 3, seed=1), points(2, 2, seed=2)
-    nested = contracted_derivative(lambda x: model(x)[:, 0], x, v, w, 2, method="nested")
-    np.testing.assert_allclose(contracted_derivative(model, x, v, w, 2)[..., 0], nested, rtol=1e-10)
+    nested = weighted_jets(lambda x: model(x)[:, 0], x, v, w, 2, method="nested")
+    np.testing.assert_allclose(weighted_jets(model, x, v, w, 2)[..., 0], nested, rtol=1e-10)
     affine = keras.Sequential([keras.Input((3,), dtype="float64"), keras.layers.Dense(2, dtype="float64")])
-    np.testing.assert_array_equal(contracted_derivative(affine, x, v, w, 2), np.zeros((3, 2, 2)))
+    np.testing.assert_array_equal(weighted_jets(affine, x, v, w, 2), np.zeros((3, 2, 2)))
 
 
 @pytest.mark.parametrize("activation", ["tanh", "sigmoid", "sin", "cos", "exp", "softplus"])

@@ -1,5 +1,7 @@
 """hodiff.operators: named partials, Laplacian and divergence against closed forms and scipy."""
 
+import importlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -110,7 +112,7 @@ def test_laplacian_hutchinson_is_unbiased_and_reproducible(run):
     model = make_mlp(5, width=16)
     x = points(4, 5)
     exact = hodiff.laplacian(model)(x).numpy()[:, 0]
-    estimate = hodiff.stochastic_laplacian(model, x, num_probes=4000, seed=3)
+    estimate = hodiff.Laplacian().estimate(model, "hutchinson", num_samples=4000, seed=3)(x)
     value, stderr = estimate.value.numpy()[:, 0], estimate.stderr.numpy()[:, 0]
     assert np.all(np.abs(value - exact) < 5 * stderr + 1e-12)
     first = run(hodiff.laplacian(model, method="hutchinson", num_probes=8, seed=1), x)
@@ -135,7 +137,7 @@ def test_divergence_hutchinson_unbiased(run):
     v = lambda x: tf.sin(x) * tf.reduce_sum(x, axis=1, keepdims=True)
     x = points(3, 4)
     exact = hodiff.divergence(v)(x).numpy()
-    estimate = hodiff.stochastic_divergence(v, x, num_probes=4000, seed=0)
+    estimate = hodiff.Divergence().estimate(v, "hutchinson", num_samples=4000, seed=0)(x)
     assert np.all(np.abs(estimate.value.numpy() - exact) < 5 * estimate.stderr.numpy())
     run(hodiff.divergence(v, method="hutchinson", num_probes=4), x)  # compiles in every mode
 
@@ -205,78 +207,26 @@ def test_every_operator_is_one_object_with_one_calling_convention(run):
         hodiff.Laplacian()(u, method="stochastic", jets="sideways")
 
 
-def _old_and_new_routes(model, u, x):
-    """(old call, the same by the operator objects) for each deprecated name."""
-    from hodiff import stde
-    from hodiff.jets import stde as jet_stde
-
-    terms = jet_stde.laplacian_terms().exact_terms(3)
-    directions = hodiff.SparseDirections(terms.indices.reshape(-1, 1), terms.values.reshape(-1, 1))
-    scalar = make_mlp(3, width=8)
-    return {
-        "stochastic_laplacian": (
-            lambda: hodiff.stochastic_laplacian(u, x, num_probes=3, seed=1).value,
-            lambda: hodiff.Laplacian().estimate(u, "hutchinson", num_samples=3, seed=1)(x).value,
-        ),
-        "stochastic_divergence": (
-            lambda: hodiff.stochastic_divergence(model, x, num_probes=3, seed=1).value,
-            lambda: hodiff.Divergence().estimate(model, "hutchinson", num_samples=3, seed=1)(x).value,
-        ),
-        "forward_laplacian": (
-            lambda: hodiff.forward_laplacian(scalar)(x),
-            lambda: hodiff.laplacian(scalar, "forward")(x),
-        ),
-        "forward_jet": (
-            lambda: hodiff.forward_jet(scalar, x).laplacian,
-            lambda: hodiff.laplacian(scalar, "forward")(x),
-        ),
-        "stde.apply": (
-            lambda: stde.apply(scalar, x, stde.laplacian()),
-            lambda: hodiff.Laplacian()(scalar, "forward")(x),
-        ),
-        "stde.estimate": (
-            lambda: stde.estimate(u, x, stde.laplacian(), 2, seed=5, method="nested").value,
-            lambda: hodiff.Laplacian().estimate(u, num_samples=2, seed=5)(x).value,
-        ),
-        "contracted_derivative": (
-            lambda: hodiff.contracted_derivative(scalar, x, directions, terms.weights.reshape(1, -1), 2)[:, 0],
-            lambda: hodiff.laplacian(scalar, "forward")(x),
-        ),
-        "jets.forward_biharmonic": (
-            lambda: hodiff.jets.forward_biharmonic(model, x),
-            lambda: hodiff.Biharmonic()(model, "forward")(x),
-        ),
-        "taylor.forward_partials": (
-            lambda: hodiff.taylor.forward_partials(scalar, x, second=(1,))[2][1],
-            lambda: hodiff.Partials(("a", "b", "c"), ("bb",))(scalar, "forward")(x)["bb"],
-        ),
-    }
-
-
 @pytest.mark.parametrize(
-    "name",
+    "module, name",
     [
-        "stochastic_laplacian",
-        "stochastic_divergence",
-        "forward_laplacian",
-        "forward_jet",
-        "stde.apply",
-        "stde.estimate",
-        "contracted_derivative",
-        "jets.forward_biharmonic",
-        "taylor.forward_partials",
+        ("hodiff", "stochastic_laplacian"),
+        ("hodiff", "stochastic_divergence"),
+        ("hodiff", "forward_laplacian"),
+        ("hodiff", "forward_jet"),
+        ("hodiff", "contracted_derivative"),
+        ("hodiff.operators", "stochastic_laplacian"),
+        ("hodiff.operators", "stochastic_divergence"),
+        ("hodiff.jets", "forward_laplacian"),
+        ("hodiff.jets", "forward_jet"),
+        ("hodiff.jets", "forward_biharmonic"),
+        ("hodiff.jets", "contracted_derivative"),
     ],
 )
-def test_deprecated_names_warn_and_give_the_same_values(name):
-    model = make_mlp(3, 3, width=8)
-    u = lambda p: make_mlp_scalar(model)(p)
-    x = points(4, 3)
-    old, new = _old_and_new_routes(model, u, x)[name]
-    with pytest.warns(DeprecationWarning, match="deprecated"):
-        value = old()
-    assert_close(value, new(), default_tolerance(tf.float32, 4), what=name)
-
-
-def make_mlp_scalar(model):
-    """The first output of a 3-output model as a scalar field (N,)."""
-    return lambda p: model(p)[:, 0]
+def test_the_former_names_are_gone(module, name):
+    """One name per thing: ``Laplacian().estimate(u, "hutchinson")``, ``laplacian(u, "forward")``,
+    ``Biharmonic()(u, "forward")`` and ``Contraction(...)`` are the operators' only spellings."""
+    package = importlib.import_module(module)
+    assert name not in package.__all__
+    with pytest.raises(AttributeError, match=f"module '{module}' has no attribute '{name}'"):
+        getattr(package, name)

@@ -1,5 +1,5 @@
-"""The package layout: old import paths warn and hand back the moved objects for one release,
-``import hodiff`` loads only the derivative core, and the public lists keep their names."""
+"""The package layout: the modules' old paths and the old names are gone (0.1.0 keeps one name
+per thing), ``import hodiff`` loads only the derivative core, and the public lists keep their names."""
 
 import importlib
 import os
@@ -14,7 +14,7 @@ import hodiff.meta
 import hodiff.pinn
 import hodiff.pinn.geometry
 
-MOVED = {
+REMOVED = {  # the modules' paths before the packages were split -> where they are now
     "hodiff.transforms": "hodiff.training.transforms",
     "hodiff.step": "hodiff.training.step",
     "hodiff.stable": "hodiff.training.stable",
@@ -24,29 +24,19 @@ MOVED = {
     "hodiff.lbfgs": "hodiff.training.lbfgs",
     "hodiff.meta_vectorized": "hodiff.meta.vectorized",
     "hodiff.meta_optimizers": "hodiff.meta.optimizers",
+    "hodiff.taylor": "hodiff.jets.propagation",
+    "hodiff.stde": "hodiff.operators",
 }
 
 
-@pytest.mark.parametrize("old, new", sorted(MOVED.items()))
-def test_old_module_paths_warn_and_return_the_moved_objects(old, new):
-    alias, target = importlib.import_module(old), importlib.import_module(new)
-    assert target.__all__ and sorted(alias.__all__) == sorted(target.__all__)
-    for name in target.__all__:
-        with pytest.warns(DeprecationWarning, match=f"{old}.{name} moved to {new}.{name}"):
-            assert getattr(alias, name) is getattr(target, name)
-    name = target.__all__[0]
-    with pytest.warns(DeprecationWarning, match=new):
-        exec(f"from {old} import {name} as imported", namespace := {})
-    assert namespace["imported"] is getattr(target, name)
-    with pytest.raises(AttributeError, match=f"moved to '{new}'"):
-        alias.no_such_name  # noqa: B018
-
-
-def test_old_module_names_as_attributes_of_hodiff_warn():
-    for old, new in MOVED.items():
-        with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
-            module = hodiff.__getattr__(old.split(".")[1])
-        assert module is importlib.import_module(old)
+@pytest.mark.parametrize("old, new", sorted(REMOVED.items()))
+def test_old_module_paths_are_gone(old, new):
+    importlib.import_module(new)
+    with pytest.raises(ModuleNotFoundError, match=f"No module named '{old}'"):
+        importlib.import_module(old)
+    with pytest.raises(AttributeError, match=f"module 'hodiff' has no attribute '{old.split('.')[1]}'"):
+        getattr(hodiff, old.split(".")[1])
+    assert old.split(".")[1] not in hodiff.__all__
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         hodiff.no_such_name  # noqa: B018
 
@@ -62,14 +52,9 @@ def test_import_hodiff_loads_the_core_only_and_the_rest_on_first_use():
         from hodiff import meta, pinn
         assert pinn is sys.modules["hodiff.pinn"] and meta.MetaLearner is sys.modules["hodiff.meta.learner"].MetaLearner
         assert hodiff.TrainStep is sys.modules["hodiff.training.step"].TrainStep
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            transforms = hodiff.transforms
-            chain = transforms.chain
-        assert chain is sys.modules["hodiff.training.transforms"].chain
-        messages = [str(w.message) for w in caught if w.category is DeprecationWarning]
-        assert any("hodiff.transforms moved to hodiff.training.transforms" in m for m in messages), messages
-        assert any("hodiff.transforms.chain moved" in m for m in messages), messages
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing left to warn about
+            assert not hasattr(hodiff, "transforms")
         print("ok")
         """
     )
@@ -78,17 +63,13 @@ def test_import_hodiff_loads_the_core_only_and_the_rest_on_first_use():
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
 
 
-def test_pinn_plumbing_is_not_public_and_warns():
-    from hodiff.pinn import runlog, trainer
+def test_pinn_plumbing_is_not_public():
+    from hodiff.pinn import runlog
 
-    for name, module in [("atomic_write", runlog), ("write_json", runlog), ("RunLog", runlog)]:
-        assert name not in hodiff.pinn.__all__
-        with pytest.warns(DeprecationWarning, match=f"hodiff.pinn.{name} moved to hodiff.pinn.runlog.{name}"):
-            assert getattr(hodiff.pinn, name) is getattr(module, name)
-    assert "relative_l2_error" not in hodiff.pinn.__all__
-    if hasattr(trainer, "relative_l2_error"):
-        with pytest.warns(DeprecationWarning, match="hodiff.pinn.relative_l2_error moved"):
-            assert hodiff.pinn.relative_l2_error is trainer.relative_l2_error
+    for name in ("atomic_write", "write_json", "RunLog"):
+        assert name not in hodiff.pinn.__all__ and hasattr(runlog, name)
+        with pytest.raises(AttributeError, match=f"module 'hodiff.pinn' has no attribute '{name}'"):
+            getattr(hodiff.pinn, name)
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         hodiff.pinn.no_such_name  # noqa: B018
 

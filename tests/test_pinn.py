@@ -107,7 +107,7 @@ def test_training_lowers_the_loss_and_lbfgs_reports_why_it_stopped(caplog, tmp_p
         str(tmp_path),
         tensorboard=True,
         adaptive_weights=pinn.AdaptiveWeights(every=20),
-        resampling=pinn.Resampling(every=20, candidates=2000),
+        resampling=pinn.ResidualResampling(every=20, candidates=2000),
     )
     run.adam(60)
     result = run.lbfgs(30)
@@ -171,12 +171,14 @@ def test_without_xla_the_trainer_trains_graphs_as_xla_does():
 
 
 def test_resume_after_interruption_reproduces_the_uninterrupted_run(tmp_path):
-    straight = trainer(str(tmp_path / "straight"), resampling=pinn.Resampling(every=20, candidates=1000))
+    straight = trainer(str(tmp_path / "straight"), resampling=pinn.ResidualResampling(every=20, candidates=1000))
     straight.adam(60)
     straight.lbfgs(20)
-    interrupted = trainer(str(tmp_path / "resumed"), resampling=pinn.Resampling(every=20, candidates=1000))
+    interrupted = trainer(str(tmp_path / "resumed"), resampling=pinn.ResidualResampling(every=20, candidates=1000))
     interrupted.adam(40)  # "killed" after the checkpoint at 40
-    resumed = trainer(str(tmp_path / "resumed"), resume=True, resampling=pinn.Resampling(every=20, candidates=1000))
+    resumed = trainer(
+        str(tmp_path / "resumed"), resume=True, resampling=pinn.ResidualResampling(every=20, candidates=1000)
+    )
     assert int(resumed.adam_steps.numpy()) == 40
     resumed.adam(60)
     resumed.lbfgs(20)
@@ -396,8 +398,8 @@ def test_bad_configuration_is_refused_up_front():
         pinn.CausalWeights(epsilon=float("nan"))
     with pytest.raises(ValueError, match=r"weights\['boundary'\] = inf"):
         small_problem(weights={"boundary": float("inf")})
-    with pytest.raises(ValueError, match="Resampling: every must be a finite int >= 1"):
-        pinn.Resampling(every=0)
+    with pytest.raises(ValueError, match="ResidualResampling: every must be a finite int >= 1"):
+        pinn.ResidualResampling(every=0)
     with pytest.raises(ValueError, match="Initial 'initial': value must be a finite number or a function"):
         pinn.Initial(float("inf"))
     with pytest.raises(ValueError, match="Neumann 'flux': value must be a finite number"):

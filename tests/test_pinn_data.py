@@ -1,7 +1,6 @@
 """TrainingData: its points, draws and loss; forward partials reaching the conditions; one relative-L2 helper."""
 
 import inspect
-import warnings
 
 import numpy as np
 import pytest
@@ -149,7 +148,7 @@ def test_forward_partials_reach_the_conditions_with_the_nested_values(monkeypatc
         np.testing.assert_allclose(by_jets, by_tapes, rtol=1e-9, atol=1e-9)
 
 
-def test_one_relative_l2_helper_and_the_former_names_still_work():
+def test_one_relative_l2_helper_and_the_former_names_are_gone():
     prediction = {"u": np.array([1.0, 2.0, 3.0]), "v": np.array([0.0, 1.0, 0.0])}
     reference = {"u": np.array([1.0, 2.0, 2.0]), "v": np.array([0.0, 2.0, np.nan])}
     errors = relative_l2_errors(prediction, reference)
@@ -159,18 +158,12 @@ def test_one_relative_l2_helper_and_the_former_names_still_work():
     assert relative_l2_errors(prediction, reference, ("v",))["relative_l2_error"] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="missing"):
         relative_l2_errors({"u": prediction["u"]}, reference)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the new names do not warn
-        from hodiff.pinn import RelativeL2Error, ResidualResampling, UniformResampling  # noqa: F401
-    for old, new in [
-        ("ReferenceError", pinn.RelativeL2Error),
-        ("Resampling", pinn.ResidualResampling),
-        ("ResamplePoints", pinn.UniformResampling),
-    ]:
-        with pytest.warns(DeprecationWarning, match=old):
-            assert getattr(pinn, old) is new
-    with pytest.warns(DeprecationWarning, match="ReferenceError"):
-        from hodiff.pinn.callbacks import ReferenceError  # noqa: A004
-    assert ReferenceError is pinn.RelativeL2Error
-    with pytest.warns(DeprecationWarning, match="relative_l2_error"):
-        assert pinn.relative_l2_error([1.0, 3.0], [1.0, 2.0]) == pytest.approx(1.0 / np.sqrt(5.0))
+    for old in ("ReferenceError", "Resampling", "ResamplePoints", "relative_l2_error"):  # one name per thing
+        assert old not in pinn.__all__
+        with pytest.raises(AttributeError, match=f"module 'hodiff.pinn' has no attribute '{old}'"):
+            getattr(pinn, old)
+    for module, old in (("callbacks", "ReferenceError"), ("trainer", "Resampling"), ("keras_model", "ResamplePoints")):
+        with pytest.raises(ImportError, match=f"cannot import name '{old}'"):
+            exec(f"from hodiff.pinn.{module} import {old}", {})
+    with pytest.raises(AttributeError, match="no attribute 'relative_l2_error'"):
+        pinn.trainer.relative_l2_error  # noqa: B018

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 from helpers.pinn_distributed import ADAM_STEPS, LBFGS_ITERATIONS, train
 
-from hodiff import pinn, stde
+from hodiff import operators, pinn
 
 HELPER = os.path.join(os.path.dirname(__file__), "helpers", "pinn_distributed.py")
 TOLERANCE = 1e-10
@@ -107,7 +107,7 @@ def test_one_replica_strategy_equals_no_strategy_with_stochastic_needs():
     domain = pinn.Box({"x1": (0.0, 1.0), "x2": (0.0, 1.0), "x3": (0.0, 1.0)})
     problem = pinn.Problem(
         domain,
-        needs=(pinn.Stochastic("lap_u", stde.laplacian(), num_samples=2),),
+        needs=(pinn.Stochastic("lap_u", operators.Laplacian(), num_samples=2),),
         residual=lambda d, x, p: d["lap_u"] + 1.0,
         conditions=[pinn.Dirichlet(0.0, count=12)],
     )

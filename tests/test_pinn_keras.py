@@ -162,7 +162,7 @@ def test_backup_and_restore_resumes_to_the_uninterrupted_weights(tmp_path):
     """Killed after epoch 1 of 4 and restarted in a fresh model (other initial weights, a new
     optimizer): the run ends with the weights, Adam state, parameters and resampled points of
     the run that was never interrupted."""
-    resample = lambda: pinn.ResamplePoints(every=2)  # noqa: E731
+    resample = lambda: pinn.UniformResampling(every=2)  # noqa: E731
     uninterrupted = model_of()
     uninterrupted.fit(epochs=4, steps_per_epoch=5, callbacks=[resample()], verbose=0)
 
@@ -185,10 +185,10 @@ def test_backup_and_restore_resumes_to_the_uninterrupted_weights(tmp_path):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-13)
 
 
-def test_resample_points_draws_new_points_as_a_function_of_the_epoch():
+def test_uniform_resampling_draws_new_points_as_a_function_of_the_epoch():
     model = model_of()
     start = model.points["interior"].numpy().copy()
-    model.fit(epochs=3, steps_per_epoch=1, callbacks=[pinn.ResamplePoints(every=2)], verbose=0)
+    model.fit(epochs=3, steps_per_epoch=1, callbacks=[pinn.UniformResampling(every=2)], verbose=0)
     drawn = model.points["interior"].numpy()
     assert not np.allclose(drawn, start)
     np.testing.assert_array_equal(drawn, PROBLEM.sample_points(16, "sobol", 7919 * 2)["interior"])
@@ -222,7 +222,8 @@ import contextlib
 import keras, numpy as np, tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from hodiff import TrainStep, transforms
+from hodiff import TrainStep
+from hodiff.training import transforms
 
 x, y = np.array([[20.0, 0.0], [0.0, 20.0]], "float32"), np.zeros((2, 1), "float32")  # loss -mean(w . x)
 
@@ -257,12 +258,12 @@ def test_keras_clips_per_replica_hodiff_after_the_mean():
 
 def test_stochastic_needs_draw_by_the_optimizer_step():
     """A Stochastic Laplacian is drawn from (seed, optimizer step): fit's step k uses physics_loss(k)'s draw."""
-    from hodiff import stde
+    from hodiff import operators
 
     square = pinn.Interval("x", -1.0, 1.0) * pinn.Interval("y", -1.0, 1.0)
     problem = pinn.Problem(
         square,
-        needs=(pinn.Stochastic("lap_u", stde.laplacian(), num_samples=1),),
+        needs=(pinn.Stochastic("lap_u", operators.Laplacian(), num_samples=1),),
         residual=lambda d, x, p: d["lap_u"] + 1.0,
         conditions=[pinn.Dirichlet(0.0, count=8)],
     )

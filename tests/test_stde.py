@@ -1,4 +1,4 @@
-"""hodiff.stde: exact operators against nested tapes, scipy and closed forms; unbiased estimators."""
+"""hodiff.jets.stde: exact operators against nested tapes, scipy and closed forms; unbiased estimators."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,8 @@ import tensorflow as tf
 from conftest import make_mlp, points
 
 import hodiff
-from hodiff import checks, stde
+from hodiff import checks
+from hodiff.jets import stde
 
 D = 3
 COORDS = ("a", "b", "c")
@@ -44,19 +45,19 @@ def exact_values(partial_table, name):
 
 MATRIX = np.array([[1.0, 0.5, -1.0], [0.5, 0.0, 2.0], [-1.0, 2.0, -0.5]])
 OPERATORS = {
-    "laplacian": stde.laplacian(),
-    "biharmonic": stde.biharmonic(),
-    "pure3": stde.pure_partials([1.0, -2.0, 0.5], order=3),
-    "pure2": stde.pure_partials([1.0, -2.0, 0.5], order=2),
-    "mixed": stde.mixed_partial(0, 2),
-    "matrix": stde.contraction(2, matrix=MATRIX),
+    "laplacian": stde.laplacian_terms(),
+    "biharmonic": stde.biharmonic_terms(),
+    "pure3": stde.pure_partials_terms([1.0, -2.0, 0.5], order=3),
+    "pure2": stde.pure_partials_terms([1.0, -2.0, 0.5], order=2),
+    "mixed": stde.mixed_partial_terms(0, 2),
+    "matrix": stde.contraction_terms(2, matrix=MATRIX),
 }
 
 
 @pytest.mark.parametrize("name", list(OPERATORS))
 def test_exact_operators_match_nested_tapes(model, partial_table, run, name):
     x = points(2, D)
-    result = run(lambda x: stde.apply(model, x, OPERATORS[name]), x)
+    result = run(lambda x: stde.exact(model, x, OPERATORS[name]), x)
     assert result.shape == (2, 1) and result.dtype == tf.float64
     expected = exact_values(partial_table, name)
     np.testing.assert_allclose(result[:, 0], expected, rtol=1e-9, atol=1e-11 * np.max(np.abs(expected)))
@@ -66,8 +67,8 @@ def test_user_contraction_by_directions_and_by_a_function(model, partial_table):
     """sum_s w_s D^3_{v_s} u with v_s = e_i: the pure partials of order 3, given two other ways."""
     x = points(2, D)
     weights = [1.0, -2.0, 0.5]
-    by_arrays = stde.apply(model, x, stde.contraction(3, np.eye(D), weights))
-    by_function = stde.apply(model, x, stde.contraction(3, lambda d: (np.eye(d), weights)))
+    by_arrays = stde.exact(model, x, stde.contraction_terms(3, np.eye(D), weights))
+    by_function = stde.exact(model, x, stde.contraction_terms(3, lambda d: (np.eye(d), weights)))
     expected = exact_values(partial_table, "pure3")
     np.testing.assert_allclose(by_arrays[:, 0], expected, rtol=1e-9)
     np.testing.assert_allclose(by_function[:, 0], expected, rtol=1e-9)
@@ -76,18 +77,18 @@ def test_user_contraction_by_directions_and_by_a_function(model, partial_table):
 def test_laplacian_matches_scipy(model):
     x = points(2, D)
     expected, _ = checks.reference_laplacian(lambda x: model(x)[:, 0], x)
-    checks.assert_close(stde.apply(model, x, stde.laplacian())[:, 0], expected, rtol=1e-6, what="stde laplacian")
+    checks.assert_close(stde.exact(model, x, stde.laplacian_terms())[:, 0], expected, rtol=1e-6, what="stde laplacian")
 
 
 def test_biharmonic_closed_forms(run):
     """prod_i sin(x_i): Delta^2 u = d^2 u; |x|^4: Delta^2 u = 8 d (d + 2). Nested path, plain functions."""
     x = points(3, 4)
     sines = lambda x: tf.reduce_prod(tf.sin(x), axis=1)  # noqa: E731
-    result = run(lambda x: stde.apply(sines, x, stde.biharmonic(), method="nested"), x)
+    result = run(lambda x: stde.exact(sines, x, stde.biharmonic_terms(), method="nested"), x)
     np.testing.assert_allclose(result, 16.0 * sines(x), rtol=1e-10)
     quartic = lambda x: tf.reduce_sum(x**2, axis=1) ** 2  # noqa: E731
     np.testing.assert_allclose(
-        stde.apply(quartic, x, stde.biharmonic(), method="nested"), np.full(3, 192.0), rtol=1e-12
+        stde.exact(quartic, x, stde.biharmonic_terms(), method="nested"), np.full(3, 192.0), rtol=1e-12
     )
 
 
@@ -102,7 +103,7 @@ def test_biharmonic_of_a_sine_network_closed_form():
     model.layers[0].set_weights([w])
     x = points(4, 3)
     expected = np.sum(w**2) ** 2 * np.sin(x.numpy() @ w)
-    np.testing.assert_allclose(stde.apply(model, x, stde.biharmonic()), expected, rtol=1e-12)
+    np.testing.assert_allclose(stde.exact(model, x, stde.biharmonic_terms()), expected, rtol=1e-12)
 
 
 # Unbiasedness: one point repeated R times; every row draws its own samples, so the R estimates are
@@ -141,7 +142,7 @@ def test_estimates_are_reproducible_in_every_mode_and_seeded(model, sampling):
     """An int seed gives the same draws in eager, graph and XLA; a seed tensor gives the same draws
     on every call of a compiled function (XLA's Philox stream differs from TF's kernels)."""
     x = points(4, D)
-    estimate = lambda x, seed=3: stde.estimate(model, x, stde.laplacian(), 2, seed, sampling)  # noqa: E731
+    estimate = lambda x, seed=3: stde.estimate(model, x, stde.laplacian_terms(), 2, seed, sampling)  # noqa: E731
     once = estimate(x)
     for mode in checks.MODES:
         np.testing.assert_allclose(checks.in_mode(estimate, mode)(x).value, once.value, rtol=1e-12, err_msg=mode)
@@ -154,59 +155,57 @@ def test_estimates_are_reproducible_in_every_mode_and_seeded(model, sampling):
 
 def test_sparse_with_every_group_is_exact_with_zero_error(model):
     x = points(2, D)
-    for operator, groups in ((stde.laplacian(), D), (stde.biharmonic(), D * (D + 1) // 2)):
+    for operator, groups in ((stde.laplacian_terms(), D), (stde.biharmonic_terms(), D * (D + 1) // 2)):
         full = stde.estimate(model, x, operator, num_samples=groups, sampling="sparse")
-        np.testing.assert_allclose(full.value, stde.apply(model, x, operator), rtol=1e-10)
+        np.testing.assert_allclose(full.value, stde.exact(model, x, operator), rtol=1e-10)
         np.testing.assert_allclose(full.stderr, 0.0, atol=1e-12)
 
 
 def test_rademacher_biharmonic_would_be_biased_and_is_refused(model):
     with pytest.raises(ValueError, match="sampling='gaussian'"):
-        stde.estimate(model, points(2, D), stde.biharmonic(), 2, sampling="rademacher")
+        stde.estimate(model, points(2, D), stde.biharmonic_terms(), 2, sampling="rademacher")
 
 
 def test_bad_input_gets_clear_errors(model):
     x = points(2, D)
     for order, error in ((0, ValueError), (-1, ValueError), (1.5, TypeError)):
         with pytest.raises(error, match="order must be"):
-            stde.pure_partials([1.0, 1.0, 1.0], order)
+            stde.pure_partials_terms([1.0, 1.0, 1.0], order)
         with pytest.raises(error, match="order must be"):
-            stde.contraction(order, np.eye(3))
+            stde.contraction_terms(order, np.eye(3))
     with pytest.raises(ValueError, match="num_samples=4 sampled groups.*only 3"):
-        stde.estimate(model, x, stde.laplacian(), num_samples=4)
+        stde.estimate(model, x, stde.laplacian_terms(), num_samples=4)
     with pytest.raises(ValueError, match="2 coefficients.*d=3"):
-        stde.apply(model, x, stde.pure_partials([1.0, 2.0], 2))
+        stde.exact(model, x, stde.pure_partials_terms([1.0, 2.0], 2))
     with pytest.raises(ValueError, match="2 coefficients.*d=3"):
-        stde.estimate(model, x, stde.pure_partials([1.0, 2.0], 2), 2, sampling="rademacher")
+        stde.estimate(model, x, stde.pure_partials_terms([1.0, 2.0], 2), 2, sampling="rademacher")
     with pytest.raises(ValueError, match="needs d > 3"):
-        stde.apply(model, x, stde.mixed_partial(0, 3))
+        stde.exact(model, x, stde.mixed_partial_terms(0, 3))
     with pytest.raises(ValueError, match="symmetric"):
-        stde.contraction(2, matrix=[[0.0, 1.0], [0.0, 0.0]])
+        stde.contraction_terms(2, matrix=[[0.0, 1.0], [0.0, 0.0]])
     with pytest.raises(ValueError, match="either directions"):
-        stde.contraction(2)
+        stde.contraction_terms(2)
     with pytest.raises(ValueError, match=r"shape \(S, d=3\)"):
-        stde.apply(model, x, stde.contraction(2, np.ones((2, 4))))
+        stde.exact(model, x, stde.contraction_terms(2, np.ones((2, 4))))
     with pytest.raises(ValueError, match="no dense estimator"):
-        stde.estimate(model, x, stde.pure_partials([1.0, 1.0, 1.0], 4), 2, sampling="gaussian")
+        stde.estimate(model, x, stde.pure_partials_terms([1.0, 1.0, 1.0], 4), 2, sampling="gaussian")
     with pytest.raises(ValueError, match="sampling='uniform' is not an option"):
-        stde.estimate(model, x, stde.laplacian(), 2, sampling="uniform")
-    with pytest.raises(TypeError, match="must be an stde.Operator"):
-        stde.apply(model, x, "laplacian")
+        stde.estimate(model, x, stde.laplacian_terms(), 2, sampling="uniform")
     with pytest.raises(ValueError, match="num_samples must be an int >= 1"):
-        stde.estimate(model, x, stde.laplacian(), 0)
+        stde.estimate(model, x, stde.laplacian_terms(), 0)
 
 
 def test_training_gradients_flow_through_jets(model, run):
-    """A loss built on stde.apply differentiates like one built on the forward Laplacian (any mode);
+    """A loss built on stde.exact differentiates like one built on the forward Laplacian (any mode);
     one built on stde.estimate has a gradient for every weight but the output bias (derivatives of u
     do not depend on it)."""
     x = points(3, D)
 
     def gradients(x):
         with tf.GradientTape(persistent=True) as tape:
-            jets = tf.reduce_sum(stde.apply(model, x, stde.laplacian()) ** 2)
+            jets = tf.reduce_sum(stde.exact(model, x, stde.laplacian_terms()) ** 2)
             reference = tf.reduce_sum(hodiff.laplacian(model, method="forward")(x) ** 2)
-            noisy = tf.reduce_sum(stde.estimate(model, x, stde.laplacian(), 2, seed=0, sampling="gaussian").value)
+            noisy = tf.reduce_sum(stde.estimate(model, x, stde.laplacian_terms(), 2, seed=0, sampling="gaussian").value)
         weights = model.trainable_variables
         return tape.gradient(jets, weights), tape.gradient(reference, weights), tape.gradient(noisy, weights)
 

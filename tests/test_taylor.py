@@ -1,4 +1,4 @@
-"""hodiff.taylor: forward propagation of value, Jacobian and Laplacian through Keras chains."""
+"""hodiff.jets.propagation: forward propagation of value, Jacobian and Laplacian through Keras chains."""
 
 import keras
 import numpy as np
@@ -7,7 +7,7 @@ import tensorflow as tf
 from conftest import make_mlp, points
 
 import hodiff
-from hodiff.taylor import forward_jet
+from hodiff.jets.propagation import forward_jet, forward_partials
 
 
 def test_jet_matches_value_batch_jacobian_and_laplacian(run):
@@ -36,7 +36,7 @@ def test_functional_chain_and_activation_layers(run):
 
 def test_linear_model_has_zero_laplacian():
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(1)])
-    np.testing.assert_array_equal(hodiff.forward_laplacian(model)(points(2, 3, tf.float32)), np.zeros((2, 1)))
+    np.testing.assert_array_equal(hodiff.laplacian(model, method="forward")(points(2, 3, tf.float32)), np.zeros((2, 1)))
 
 
 @pytest.mark.parametrize(
@@ -106,8 +106,6 @@ def test_rescaling_layer_is_propagated(run):
 
 @pytest.mark.parametrize("separate", [False, True])
 def test_forward_partials_match_nested_partials(run, separate):
-    from hodiff.taylor import forward_partials
-
     model = make_mlp(3, 2, width=8, depth=3)
     x = points(6, 3)
     propagate = lambda x: forward_partials(model, x, first=(0, 2), second=(1, 2), separate_rows=separate)
@@ -123,8 +121,6 @@ def test_forward_partials_match_nested_partials(run, separate):
 
 
 def test_forward_partials_reject_a_coordinate_out_of_range():
-    from hodiff.taylor import forward_partials
-
     with pytest.raises(ValueError, match="second=\\(2,\\)"):
         forward_partials(make_mlp(2), points(3, 2), second=(2,))
 
@@ -156,8 +152,6 @@ def test_problem_partials_by_one_forward_pass_match_nested_tapes(run):
 
 def test_forward_partials_at_the_leading_rows_only(run):
     """derivative_rows=n: the value at every point, the partials of the first n points only."""
-    from hodiff.taylor import forward_partials
-
     model = make_mlp(2, 2, width=8, depth=3)
     x = points(9, 2)
     value, firsts, seconds = run(lambda x: forward_partials(model, x, (0, 1), (0,), derivative_rows=5), x)
@@ -181,7 +175,6 @@ def test_laplacian_without_the_jacobian_matches_the_full_jet(run, d):
     assert lean.jacobian is None
     np.testing.assert_allclose(lean.value, full.value, rtol=1e-14)
     np.testing.assert_allclose(lean.laplacian, full.laplacian, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(run(hodiff.forward_laplacian(model), x), full.laplacian, rtol=1e-12, atol=1e-14)
     with pytest.raises(ValueError, match="nothing to propagate"):
         forward_jet(model, x, need_laplacian=False, need_jacobian=False)
 

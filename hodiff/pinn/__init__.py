@@ -6,10 +6,6 @@ optimiser (:class:`Trainer`, :class:`PINNModel`) -> run log (:class:`~hodiff.pin
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-from hodiff._deprecation import warn_moved, warn_renamed
 from hodiff.pinn import (
     backup,
     callbacks,
@@ -147,29 +143,3 @@ __all__ = [
     "saving",
     "time_marching",
 ]
-
-_PLUMBING = {  # no longer public names of hodiff.pinn; reachable from their modules
-    "RunLog": "hodiff.pinn.runlog",
-    "atomic_write": "hodiff.pinn.runlog",
-    "write_json": "hodiff.pinn.runlog",
-    "relative_l2_error": "hodiff.pinn.trainer",
-}
-_RENAMED = {
-    "ReferenceError": "RelativeL2Error",
-    "Resampling": "ResidualResampling",
-    "ResamplePoints": "UniformResampling",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Former names warn for one release: the run-log plumbing (import it from its module, e.g.
-    ``hodiff.pinn.runlog.RunLog``) and the renamed classes (``ReferenceError``, ``Resampling``,
-    ``ResamplePoints``)."""
-    if name in _PLUMBING:
-        warn_moved(f"hodiff.pinn.{name}", f"{_PLUMBING[name]}.{name}")
-        return getattr(importlib.import_module(_PLUMBING[name]), name)
-    if name in _RENAMED:
-        new = _RENAMED[name]
-        warn_renamed(f"hodiff.pinn.{name}", f"hodiff.pinn.{new}")
-        return globals()[new]
-    raise AttributeError(f"module 'hodiff.pinn' has no attribute {name!r}")

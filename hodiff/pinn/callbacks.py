@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -155,7 +154,7 @@ class ResidualResampling(Callback):
     Every ``every`` Adam steps, ``candidates`` random points are scored with
     ``|r|^k / mean(|r|^k) + c`` and the interior points are redrawn from that density
     (:meth:`TrainingData.resample_by_residual <hodiff.pinn.TrainingData.resample_by_residual>`).
-    Formerly ``Resampling``; for uniform redraws of a :class:`~hodiff.pinn.PINNModel` see
+    For uniform redraws of a :class:`~hodiff.pinn.PINNModel` see
     :class:`~hodiff.pinn.UniformResampling`.
 
     References:
@@ -181,7 +180,7 @@ class ResidualResampling(Callback):
 
 
 class RelativeL2Error(Callback):
-    """Logs the relative L2 error of the trained solution against reference values (formerly ``ReferenceError``).
+    """Logs the relative L2 error of the trained solution against reference values.
 
     ``sqrt(sum_f ||pred_f - ref_f||^2 / sum_f ||ref_f||^2)`` over the chosen fields, added as
     the column ``name`` to the history rows (and TensorBoard) during Adam and L-BFGS.
@@ -306,17 +305,3 @@ class EarlyStopping(Callback):
             )
             return "stop"
         return None
-
-
-_DEPRECATED = {"ReferenceError": ("RelativeL2Error", RelativeL2Error)}
-
-
-def __getattr__(name: str) -> Any:
-    """``ReferenceError``: the former name of :class:`RelativeL2Error` (it shadowed a builtin), deprecated."""
-    if name in _DEPRECATED:
-        new, value = _DEPRECATED[name]
-        warnings.warn(
-            f"hodiff.pinn.callbacks.{name} is deprecated; use {new} (same arguments).", DeprecationWarning, stacklevel=2
-        )
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ metrics are) and the current value of every parameter. ``validation_data=(points
 adds ``val_reference_error``, the relative L2 error against reference values, after each
 epoch. So ``EarlyStopping``, ``ModelCheckpoint``, ``BackupAndRestore``, ``CSVLogger``,
 ``TensorBoard``, ``ReduceLROnPlateau`` and any ``keras.callbacks.Callback`` work as usual.
-:class:`UniformResampling` (formerly ``ResamplePoints``) redraws the points every few epochs.
+:class:`UniformResampling` redraws the points every few epochs.
 
 Example:
   ```python
@@ -32,7 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -330,7 +329,7 @@ class UniformResampling(keras.callbacks.Callback):
     Epoch ``e`` draws with seed ``seed + 7919 * e`` (:meth:`TrainingData.redraw_for_epoch
     <hodiff.pinn.TrainingData.redraw_for_epoch>`), a function of the epoch only, so a run
     resumed by ``BackupAndRestore`` (whose backup holds the points) trains on the same points
-    as the uninterrupted one. Formerly ``ResamplePoints``; for residual-based resampling with the
+    as the uninterrupted one. For residual-based resampling with the
     :class:`~hodiff.pinn.Trainer` see :class:`~hodiff.pinn.ResidualResampling`.
 
     Args:
@@ -349,15 +348,3 @@ class UniformResampling(keras.callbacks.Callback):
             )
         if epoch and epoch % self.every == 0:
             self.model.data.redraw_for_epoch(epoch)
-
-
-def __getattr__(name: str) -> Any:
-    """``ResamplePoints``: the former name of :class:`UniformResampling`, deprecated."""
-    if name != "ResamplePoints":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        "hodiff.pinn.keras_model.ResamplePoints is deprecated; use UniformResampling (same arguments).",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return UniformResampling

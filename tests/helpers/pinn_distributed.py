@@ -45,7 +45,7 @@ def trainer(strategy=None, output_dir=None, resume=False):
         log_every=10,
         checkpoint_every=10,
         adaptive_weights=pinn.AdaptiveWeights(every=20),
-        resampling=pinn.Resampling(every=20, candidates=512),
+        resampling=pinn.ResidualResampling(every=20, candidates=512),
         output_dir=output_dir,
         resume=resume,
         progress=False,

@@ -1,8 +1,0 @@
-"""Deprecated alias of :mod:`hodiff.training.stable` (moved there); it goes in the next release.
-
-Every name read here warns with a ``DeprecationWarning`` and is ``hodiff.training.stable``'s own object.
-"""
-
-from hodiff._deprecation import moved
-
-__getattr__, __dir__, __all__ = moved("hodiff.stable", "hodiff.training.stable")
