@@ -229,3 +229,39 @@ def test_lbfgs_trains_a_pure_neumann_problem_and_warns_the_solution_is_up_to_a_c
         minimize_lbfgs(lambda: tf.square(w - 1.0), [w, v], 5)
     result = minimize_lbfgs(lambda: tf.square(w - 1.0), [w, v], 20, unconnected="zero")
     assert abs(w.numpy() - 1.0) < 1e-5 and v.numpy() == 1.0 and result.unconnected == [v.name]
+
+
+def test_the_model_output_is_checked_against_the_fields_when_the_data_is_built():
+    """Two outputs for one field trained silently (predict gave two columns); an (N,) output ended in a raw
+    StridedSlice error (issue 46 item 2)."""
+    two = pinn.mlp(SQUARE, width=8, depth=1, outputs=2, seed=0)
+    with pytest.raises(ValueError, match=r"returns 2 columns \(shape \(4, 2\).*1 field\(s\) \('u',\).*outputs=1"):
+        trainer_for(laplace(), two)
+    flat = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)])
+    flat.add(keras.layers.Reshape(()))
+    for problem in (laplace(), laplace(output_transform=lambda x, u: u[:, 0:1] * x["x"][:, None])):
+        with pytest.raises(ValueError, match=r"returns shape \(4,\) for 4 points; it must return \(N, 1\).*Dense\(1\)"):
+            trainer_for(problem, flat)
+    trainer_for(laplace(fields=("u", "v")), two)  # as many outputs as fields: fine
+
+
+@pytest.mark.parametrize("where", ["residual", "output transform", "condition"])
+def test_a_float64_constant_in_a_float32_problem_is_named(where):
+    """A float64 constant in a float32 residual or transform ended in a raw AddV2 / Mul error (issue 46 item 3)."""
+    c = tf.constant(2.0, tf.float64)
+    if where == "residual":
+        problem = laplace(residual=lambda d, x, p: d["u_xx"] + d["u_yy"] + c)
+    elif where == "output transform":
+        problem = laplace(output_transform=lambda x, u: u * c)
+    else:
+        problem = pinn.Problem(
+            SQUARE,
+            needs=("u_xx", "u_yy"),
+            residual=lambda d, x, p: d["u_xx"] + d["u_yy"],
+            conditions=[pinn.Dirichlet(lambda x: x["x"] * c, count=8, name="wall")],
+        )
+    model = pinn.mlp(SQUARE, width=8, depth=1, seed=0, dtype="float32")
+    message = rf"{where}.*mixes dtypes float32 and float64 \(in a (AddV2|Mul) op\).*tf.cast.*dtype='float64'"
+    with pytest.raises(TypeError, match=message):
+        trainer_for(problem, model)
+    trainer_for(problem, pinn.mlp(SQUARE, width=8, depth=1, seed=0))  # float64: the fix

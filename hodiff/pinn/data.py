@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
@@ -63,6 +64,61 @@ _EPOCH_STRIDE = 7919  # the uniform redraw at epoch e uses seed + _EPOCH_STRIDE 
 SAMPLINGS = ("sobol", "lhs", "random")
 
 FreshPoints = Callable[[int, tf.Tensor, tf.DType], tf.Tensor]
+
+
+_DTYPE_MIX = re.compile(
+    r"expected to be a (\w+) tensor but is a (\w+) tensor|has type (\w+) that does not match type (\w+)"
+)
+_TF_NAMES = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+
+
+@contextlib.contextmanager
+def _named_dtype_errors(what: str, dtype: tf.DType) -> Iterator[None]:
+    """Turns TensorFlow's raw dtype-mix error (``cannot compute AddV2 as input #1 was expected to be a float tensor
+    but is a double tensor``) inside ``what`` into a ``TypeError`` naming ``what``, the dtypes met and the fix."""
+    try:
+        yield
+    except (tf.errors.InvalidArgumentError, TypeError) as error:
+        found = _DTYPE_MIX.search(str(error))
+        if found is None:
+            raise
+        met = sorted({_TF_NAMES.get(name, name) for name in found.groups() if name})
+        op = re.search(r"\[Op:(\w+)\]|of '(\w+)' Op", str(error))
+        where = f" (in a {next(g for g in op.groups() if g)} op)" if op else ""
+        raise TypeError(
+            f"Problem: {what} mixes dtypes {' and '.join(met)}{where}, while the model computes in {dtype.name}. "
+            f"Make every constant it uses of the points' dtype: a Python float, or tf.cast(c, x['x'].dtype) "
+            f"(tf.constant(c, tf.float64) is float64 whatever the model); or build the model in the constants' "
+            f"dtype (pinn.mlp(..., dtype='float64'))."
+        ) from None
+
+
+def _check_model_outputs(problem: Problem, model: Callable, solution: Callable, x: tf.Tensor) -> None:
+    """Refuses a network whose output does not give one column per field of ``problem`` at the points ``x``.
+
+    Without an output transform the model's output is the solution: it must be ``(N, len(fields))``. With one, the
+    model's output must still be ``(N, k)`` (the transform slices its columns) and the transform's result
+    ``(N, len(fields))`` (:meth:`Problem.solution` checks it). Raises ``ValueError`` naming the model's output shape,
+    the fields and the fix; a dtype mix in the output transform raises ``TypeError`` naming it.
+    """
+    fields, count = problem.fields, len(problem.fields)
+    build = f"e.g. pinn.mlp(domain, ..., outputs={count}), or keras.layers.Dense({count}) as the last layer"
+    inputs = x if problem.input_transform is None else problem.input_transform(x)
+    raw = tf.convert_to_tensor(model(inputs))
+    shape = tuple(raw.shape)
+    if len(shape) != 2:
+        raise ValueError(
+            f"Problem: the model returns shape {shape} for {x.shape[0]} points; it must return (N, {count}), one "
+            f"column per field {fields}. Give it a last layer with {count} unit(s) and no reshape ({build})."
+        )
+    if problem.output_transform is None and shape[1] != count:
+        raise ValueError(
+            f"Problem: the model returns {shape[1]} columns (shape {shape} for {x.shape[0]} points), but the problem "
+            f"has {count} field(s) {fields}: one column per field. Build the model with {count} output(s) ({build}), "
+            f"or name every output in Problem(fields=...)."
+        )
+    with _named_dtype_errors("the output transform", raw.dtype):
+        solution(x)
 
 
 def draw_seed(seed: int, step: Any, replica: int = 0) -> Any:
@@ -217,9 +273,14 @@ class TrainingData:
             "interior": self.interior,
             **{c.name: arrays for c, arrays in zip(problem.conditions, self.condition_arrays)},
         }
-        # one eager evaluation on a few points: shape errors surface here, not inside XLA
+        # one eager evaluation on a few points: shape and dtype errors surface here, named, not inside XLA
         few = tf.nest.map_structure(lambda v: tf.convert_to_tensor(v)[:4], self.points)
-        problem.loss_terms(self.solution, few, self.parameters)
+        _check_model_outputs(problem, model, self.solution, few["interior"])
+        with _named_dtype_errors("the residual", self.dtype):
+            problem.pde_residuals(self.solution, few["interior"], self.parameters)
+        names = ", ".join(repr(c.name) for c in problem.conditions)
+        with _named_dtype_errors(f"a condition ({names}): its value or residual function", self.dtype):
+            problem.loss_terms(self.solution, few, self.parameters)
         with scope():
             self.weights = {
                 name: add_weight(problem.weights.get(name, 1.0), f"weight_{name}", False) for name in problem.term_names
