@@ -2,10 +2,11 @@
 
 The domain is ``Rectangle([-0.5, 0.5]^2) - (Disk | Disk | Disk | Disk)`` (radius 0.1, centres
 (+-0.3, +-0.3)). Both conditions are hard (Sukumar & Srivastava 2022): with phi_c the domain's
-approximate distance to the circles, ``domain.distance(x, where=holes)``, and
+approximate distance to the circles, ``domain.distance(x, where="hole")``, and
 phi_s = 4 (1/4 - x^2)(1/4 - y^2), which vanishes on the square, the output is
 u = phi_c / (phi_s + phi_c) + phi_s phi_c N(x, y): the first term (a transfinite interpolation) is
-1 on the square and 0 on the circles, the second vanishes on both. (phi_s is a product rather than
+1 on the square and 0 on the circles, the second vanishes on both
+(``pinn.hard_dirichlet(domain, {"hole": 0, "outer": 1}, distances={"outer": phi_s})``). (phi_s is a product rather than
 the square's own distance function, ``domain.distance(x, where=square)``, because that one (an
 R-function join of the four edges) has a cone at each corner, where its Laplacian grows like
 1 / r; with it 2000 L-BFGS iterations reach 2.4e-2 (1.3e-3 without); a soft u = 1 on the square with u = phi_c N
@@ -14,7 +15,6 @@ h = 1/400 (:func:`pinn_examples.fd_references.laplace_holes_fd`). Target 5e-3.
 """
 
 import numpy as np
-import tensorflow as tf
 
 from pinn_examples._runner import Example, Settings, run
 from pinn_examples.fd_references import HOLE_CENTRES, HOLE_RADIUS, cached, on_test_grid
@@ -30,18 +30,16 @@ def domain_and_parts():
     return square - holes, square, holes
 
 
+def smooth_square(x):
+    """``4 (1/4 - x^2)(1/4 - y^2)``: zero on the square, smooth at its corners (unlike its distance function)."""
+    return 4.0 * (0.25 - x["x"] ** 2) * (0.25 - x["y"] ** 2)
+
+
 def build(settings: Settings):
     from hodiff import pinn
 
-    domain, _, holes = domain_and_parts()
-
-    def hard_conditions(x, u):
-        points = tf.stack([x["x"], x["y"]], axis=1)
-        to_holes = domain.distance(points, where=holes)
-        to_square = 4.0 * (0.25 - x["x"] ** 2) * (0.25 - x["y"] ** 2)  # smooth at the corners
-        lift = to_holes / (to_square + to_holes)  # 1 on the square, 0 on the circles
-        return lift[:, None] + (to_square * to_holes)[:, None] * u
-
+    domain, _, _ = domain_and_parts()
+    hard_conditions = pinn.hard_dirichlet(domain, {"hole": 0.0, "outer": 1.0}, distances={"outer": smooth_square})
     problem = pinn.Problem(
         domain,
         needs=("u_xx", "u_yy"),

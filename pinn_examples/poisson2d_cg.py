@@ -3,11 +3,12 @@
 The domain is ``Rectangle([-1, 1]^2) - (four disks)`` (:data:`~pinn_examples.fd_references.CG_DISKS`),
 ``f = 10 (17 + x^2 + y^2) sin(pi x) sin(4 pi y)`` (a Poisson-Boltzmann / screened Poisson
 equation, k = 8). Both conditions are hard (Sukumar & Srivastava 2022): with phi_c the domain's
-approximate distance to the circles, ``domain.distance(x, where=disks)``, and
+approximate distance to the circles, ``domain.distance(x, where="circle")``, and
 phi_s = (1 - x^2)(1 - y^2), which vanishes on the square (a product rather than the square's own
 distance function, whose corner cones spoil the Laplacian), the output is the transfinite lift
 ``(0.2 phi_c + phi_s) / (phi_s + phi_c)`` (0.2 on the square, 1 on the circles) plus
-``phi_s phi_c N(x, y)``. The loss is the residual alone; float64, Adam then L-BFGS. Reference:
+``phi_s phi_c N(x, y)``: ``pinn.hard_dirichlet(domain, {"circle": 1, "edges": 0.2}, distances={"edges": phi_s})``.
+The loss is the residual alone; float64, Adam then L-BFGS. Reference:
 Shortley-Weller finite differences, h = 1/400, own error about 4e-5
 (:func:`pinn_examples.fd_references.poisson2d_cg_fd`); the error is PINNacle's L2RE on the
 201 x 201 grid of the square (NaN in the disks). PINNacle's best L2RE is 1.4e-2; target 5e-3.
@@ -36,6 +37,11 @@ def domain_and_parts():
     return square - holes, square, holes
 
 
+def smooth_square(x):
+    """``(1 - x^2)(1 - y^2)``: zero on the square, and smooth at its corners (unlike its distance function)."""
+    return (1.0 - x["x"] ** 2) * (1.0 - x["y"] ** 2)
+
+
 def residual(d, x, p):
     return -(d["u_xx"] + d["u_yy"]) + CG_K2 * d["u"] - cg_source(x["x"], x["y"], tf.sin)
 
@@ -43,15 +49,10 @@ def residual(d, x, p):
 def build(settings: Settings):
     from hodiff import pinn
 
-    domain, _, holes = domain_and_parts()
-
-    def hard_conditions(x, u):
-        points = tf.stack([x["x"], x["y"]], axis=1)
-        to_circles = domain.distance(points, where=holes)
-        to_square = (1.0 - x["x"] ** 2) * (1.0 - x["y"] ** 2)  # smooth at the corners
-        lift = (CG_EDGES * to_circles + CG_CIRCLES * to_square) / (to_square + to_circles)
-        return lift[:, None] + (to_square * to_circles)[:, None] * u
-
+    domain, _, _ = domain_and_parts()
+    hard_conditions = pinn.hard_dirichlet(
+        domain, {"circle": CG_CIRCLES, "edges": CG_EDGES}, distances={"edges": smooth_square}
+    )
     problem = pinn.Problem(domain, needs=("u", "u_xx", "u_yy"), residual=residual, output_transform=hard_conditions)
     model = pinn.mlp(domain, width=settings.width, depth=settings.depth, dtype=settings.dtype, seed=settings.seed)
     return problem, model

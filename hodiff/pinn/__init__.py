@@ -60,6 +60,7 @@ from hodiff.pinn.geometry import (
     Triangle,
 )
 from hodiff.pinn.keras_model import PINNModel, UniformResampling
+from hodiff.pinn.lifts import hard_dirichlet
 from hodiff.pinn.metrics import relative_l2_errors
 from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate, PeriodicEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
@@ -67,7 +68,7 @@ from hodiff.pinn.restarts import Chebyshev, Cosine, Fourier, SeriesRestart, Sine
 from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.stream import StreamFunction
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
-from hodiff.pinn.windows import Marching, TimeWindows, restore_marching, time_marching
+from hodiff.pinn.windows import Marching, TimeWindows, WindowRun, WindowState, restore_marching, time_marching
 
 __all__ = [
     "AdamResult",
@@ -123,6 +124,8 @@ __all__ = [
     "Trainer",
     "TrainingData",
     "UniformResampling",
+    "WindowRun",
+    "WindowState",
     "Triangle",
     "backup",
     "callbacks",
@@ -130,6 +133,7 @@ __all__ = [
     "diagnostics",
     "flux",
     "geometry",
+    "hard_dirichlet",
     "hard_initial",
     "load_solution",
     "mlp",
