@@ -38,7 +38,7 @@ import scipy.sparse.linalg
 import scipy.spatial
 
 from pinn_examples.fd_references import cached_on_disk
-from pinn_examples.plate_reference import stiffness
+from pinn_examples.plate_reference import signed_areas, stiffness
 
 LOW, HIGH = (-8.0, -12.0), (8.0, 12.0)
 END = 3.0
@@ -86,7 +86,7 @@ def heat_mesh(n: int) -> tuple[np.ndarray, np.ndarray]:
     triangles = scipy.spatial.Delaunay(nodes).simplices
     corners = nodes[triangles]
     centroid = corners.mean(axis=1)
-    area = 0.5 * np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    area = signed_areas(corners)
     keep = (distance_to_circles(centroid[:, 0], centroid[:, 1]) > 0) & (np.abs(area) > 1e-9 * h * h)
     triangles = np.where((area < 0)[:, None], triangles[:, ::-1], triangles)[keep]
     return nodes, triangles
@@ -95,7 +95,7 @@ def heat_mesh(n: int) -> tuple[np.ndarray, np.ndarray]:
 def _mass(nodes: np.ndarray, triangles: np.ndarray) -> scipy.sparse.csr_matrix:
     """The P1 mass matrix ``M_ij = integral phi_i phi_j`` (area / 12 times [[2, 1, 1], [1, 2, 1], [1, 1, 2]])."""
     p = nodes[triangles]
-    area = 0.5 * np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    area = signed_areas(p)
     local = area[:, None, None] / 12.0 * (np.ones((3, 3)) + np.eye(3))
     rows, cols = np.repeat(triangles, 3, axis=1).ravel(), np.tile(triangles, (1, 3)).ravel()
     return scipy.sparse.csr_matrix((local.ravel(), (rows, cols)), shape=(len(nodes),) * 2)

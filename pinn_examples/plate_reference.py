@@ -66,17 +66,23 @@ def plate_mesh(n: int) -> tuple[np.ndarray, np.ndarray]:
     triangles = scipy.spatial.Delaunay(nodes).simplices
     corners = nodes[triangles]
     centroid = corners.mean(axis=1)
-    area = 0.5 * np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    area = signed_areas(corners)
     keep = ~in_holes(centroid[:, 0], centroid[:, 1]) & (np.abs(area) > 1e-9 * h * h)
     triangles = np.where((area < 0)[:, None], triangles[:, ::-1], triangles)[keep]
     return nodes, triangles
+
+
+def signed_areas(corners: np.ndarray) -> np.ndarray:
+    """The signed areas of triangles ``(T, 3, 2)`` (positive counter-clockwise): half the 2-D cross product."""
+    a, b = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+    return 0.5 * (a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0])
 
 
 def stiffness(nodes: np.ndarray, triangles: np.ndarray) -> scipy.sparse.csr_matrix:
     """The P1 stiffness matrix ``K_ij = integral grad phi_i . grad phi_j``."""
     p = nodes[triangles]  # (T, 3, 2)
     edges = np.roll(p, -1, axis=1) - np.roll(p, 1, axis=1)  # edge opposite each vertex
-    area = 0.5 * np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    area = signed_areas(p)
     gradients = np.stack([-edges[..., 1], edges[..., 0]], axis=-1) / (
         2 * area[:, None, None]
     )  # grad of barycentric i, up to sign
