@@ -334,3 +334,28 @@ def test_a_marched_run_killed_in_its_third_window_resumes_to_the_uninterrupted_r
     np.testing.assert_array_equal(restored.predict(points), full.predict(points))
     exact = np.sin(np.pi * points[:, 0]) * np.exp(-points[:, 1])
     assert np.abs(full.predict(points)[:, 0] - exact).max() < 0.2  # trained towards the decay, window after window
+
+
+def test_moved_data_draws_and_redraws_in_its_window():
+    """TrainingData.move: the points, and every later draw (uniform or by the residual), lie in the new window."""
+    data = pinn.TrainingData(DECAY, interior=64, seed=1)
+    data.build(pinn.mlp(DOMAIN, width=4, depth=1))
+    window = restart_windows(4).domain(DOMAIN, 2)
+    data.move(window)
+    assert data.domain is not DOMAIN and data.domain.bounds["t"] == (0.5, 0.75)
+    times = lambda: data.interior.numpy()[:, 1]  # noqa: E731
+    assert times().min() >= 0.5 and times().max() <= 0.75
+    data.resample_by_residual(step=100, candidates=512)
+    assert times().min() >= 0.5 and times().max() <= 0.75
+    data.redraw(seed=7)
+    assert times().min() >= 0.5 and times().max() <= 0.75
+
+
+def test_points_drawn_inside_the_step_are_refused_with_one_step_for_every_window():
+    def trainer(problem, model):
+        fresh = lambda count, seed, dtype: tf.random.stateless_uniform([count, 2], seed, dtype=dtype)  # noqa: E731
+        return pinn.Trainer(pinn.TrainingData(problem, interior=16, fresh_points=fresh), model)
+
+    model = pinn.mlp(DOMAIN, width=4, depth=1)
+    with pytest.raises(ValueError, match="fresh_points"):
+        pinn.time_marching(DECAY, model, restart_windows(2), trainer, lambda t: None)

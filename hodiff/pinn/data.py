@@ -217,6 +217,7 @@ class TrainingData:
                 f"points, got {type(fresh_points).__name__}."
             )
         self.problem, self.interior_count, self.sampling = problem, int(interior), sampling
+        self._drawn = problem  # the problem on the domain the points are drawn on (move changes it)
         self.seed, self.fresh_points = int(seed), fresh_points
         # whether the loss changes from step to step (stochastic needs or fresh points): the draw advances
         self.random = bool(problem.stochastic) or fresh_points is not None
@@ -303,10 +304,15 @@ class TrainingData:
         self._scores: dict[float, Any] = {}
         self.built = True
 
+    @property
+    def domain(self) -> Any:
+        """The domain the points are drawn on: the problem's, or the one :meth:`move` moved them to."""
+        return self._drawn.domain
+
     def sample(self, seed: int | None = None) -> dict[str, Any]:
-        """The point sets drawn with ``seed`` (default: the data's), as :meth:`Problem.sample_points
+        """The point sets drawn with ``seed`` (default: the data's) on :attr:`domain`, as :meth:`Problem.sample_points
         <hodiff.pinn.Problem.sample_points>` draws them (numpy arrays)."""
-        return sample_points(self.problem, self.interior_count, self.sampling, self.seed if seed is None else seed)
+        return sample_points(self._drawn, self.interior_count, self.sampling, self.seed if seed is None else seed)
 
     def _check_built(self, caller: str) -> None:
         if not self.built:
@@ -549,7 +555,7 @@ class TrainingData:
         self._check_built("resample_by_residual")
         if k not in self._scores:
             self._scores[k] = tf.function(lambda x: self._residual_scores(x, k), jit_compile=True, autograph=False)
-        draw = self.problem.domain.sample_interior(candidates, "random", draw_seed(self.seed, step))
+        draw = self.domain.sample_interior(candidates, "random", draw_seed(self.seed, step))
         score = np.concatenate(
             [
                 self._scores[k](tf.constant(part, self.dtype)).numpy()
@@ -570,10 +576,11 @@ class TrainingData:
     def move(self, domain: Any) -> None:
         """Draws the point sets of the problem on ``domain`` into the variables, as a new ``TrainingData`` of the
         same sizes, sampling and seed on that domain would (a box of the same coordinates: the next time window
-        of :func:`~hodiff.pinn.time_marching`); the compiled steps read the variables, so nothing retraces."""
+        of :func:`~hodiff.pinn.time_marching`); later draws (:meth:`redraw`, :meth:`resample_by_residual`) are on
+        ``domain`` too. The compiled steps read the variables, so nothing retraces."""
         self._check_built("move")
-        moved = self.problem.replace(domain=domain)
-        self._assign(sample_points(moved, self.interior_count, self.sampling, self.seed))
+        self._drawn = self.problem.replace(domain=domain)
+        self._assign(self.sample())
 
     def _assign(self, sampled: dict[str, Any]) -> None:
         self.points["interior"].assign(sampled["interior"])

@@ -660,7 +660,7 @@ class Trainer:
         was trained on (:func:`hodiff.pinn.geometry.warn_outside`).
         """
         points = _validate.check_point_array(points, self.problem.domain.coords, "Trainer.predict")
-        warn_outside(self.problem.domain, points, "Trainer.predict")
+        warn_outside(self.data.domain, points, "Trainer.predict")
         parts = [
             self._predict(tf.constant(points[i : i + batch], self.dtype)).numpy()
             for i in range(0, max(len(points), 1), batch)  # no points: one empty batch, an empty (0, fields) result

@@ -535,6 +535,12 @@ def time_marching(
     if windows.one_graph:
         moving, state = windows.moving(problem)
         built = _built(trainer, moving, model)
+        if built.data.fresh_points is not None:
+            raise ValueError(
+                "time_marching: TrainingData(fresh_points=...) draws its points inside the compiled step, where the "
+                "window is not known; with a SeriesRestart every window shares that step. Leave fresh_points out "
+                "(ResidualResampling or UniformResampling redraw in the window), or march without a restart."
+            )
         evaluate = built._predict
     for k in range(windows.count):
         output = None if directory is None else windows.output(directory, k, resume, overwrite, settings, tensorboard)
