@@ -67,6 +67,7 @@ from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.restarts import Chebyshev, Cosine, Fourier, SeriesRestart, Sine
 from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.stream import StreamFunction
+from hodiff.pinn.study import Phases, Reference, Solution, solve
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
 from hodiff.pinn.windows import Marching, TimeWindows, WindowRun, WindowState, restore_marching, time_marching
 
@@ -103,6 +104,7 @@ __all__ = [
     "Periodic",
     "PINNModel",
     "PeriodicEmbedding",
+    "Phases",
     "PointCloud",
     "Polygon",
     "Problem",
@@ -111,9 +113,11 @@ __all__ = [
     "RelativeL2Error",
     "ResidualResampling",
     "Refinement",
+    "Reference",
     "Robin",
     "Schedule",
     "SeriesRestart",
+    "Solution",
     "Sine",
     "Sphere",
     "StallDiagnostic",
@@ -145,5 +149,6 @@ __all__ = [
     "runlog",
     "save_solution",
     "saving",
+    "solve",
     "time_marching",
 ]

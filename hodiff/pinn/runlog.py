@@ -65,6 +65,7 @@ __all__ = [
     "lock_run",
     "read_checkpoint_state",
     "read_history",
+    "restore_model",
     "write_csv",
     "write_json",
 ]
@@ -338,6 +339,22 @@ def checkpoint_files(directory: str | os.PathLike) -> list[tuple[int, str]]:
         if match:
             found.append((int(match.group(1)), os.path.join(checkpoints, name[: -len(".index")])))
     return sorted(found, reverse=True)
+
+
+def restore_model(model: Any, directory: str | os.PathLike) -> str:
+    """Restores ``model``'s weights from the newest readable checkpoint of the run in ``directory`` (an unreadable
+    one is skipped for the one before); returns its prefix.
+
+    Raises:
+      FileNotFoundError: the run has no readable checkpoint.
+    """
+    for _, prefix in checkpoint_files(directory):
+        try:
+            tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
+            return prefix
+        except Exception:  # noqa: BLE001, S112 - an unreadable checkpoint: try the one before
+            continue
+    raise FileNotFoundError(f"{os.fspath(directory)} has no readable checkpoint of the model")
 
 
 def held_files(directory: str | os.PathLike) -> list[str]:

@@ -76,7 +76,7 @@ from hodiff import _validate
 from hodiff.pinn.conditions import Initial
 from hodiff.pinn.problem import CausalWeights, Problem
 from hodiff.pinn.restarts import SeriesRestart
-from hodiff.pinn.runlog import checkpoint_files
+from hodiff.pinn.runlog import checkpoint_files, restore_model
 from hodiff.pinn.trainer_options import Output
 
 __all__ = ["Marching", "TimeWindows", "WindowRun", "WindowState", "restore_marching", "time_marching"]
@@ -600,18 +600,13 @@ def restore_marching(
             state.enter(k, evaluate)  # from window k - 1's weights, which the model holds
         else:
             window = windows.problem(problem, k, previous)
-        prefixes = [prefix for _, prefix in checkpoint_files(os.path.join(directory, f"window-{k}"))]
-        for prefix in prefixes:
-            try:
-                tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
-                break
-            except Exception:  # noqa: BLE001, S112 - an unreadable checkpoint: try the one before
-                continue
-        else:
+        try:
+            restore_model(model, os.path.join(directory, f"window-{k}"))
+        except FileNotFoundError:
             raise FileNotFoundError(
                 f"restore_marching: window {k} in {directory}/window-{k} has no readable checkpoint; the run has not "
                 f"trained it yet (resume the run)."
-            )
+            ) from None
         if state is not None:
             solutions.append(_snapshot(evaluate, model, state))
         else:

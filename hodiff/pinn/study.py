@@ -1,0 +1,303 @@
+"""A study as one call: fit a problem, score it against a reference, and get a result object back.
+
+:func:`solve` trains a model on a problem, phase after phase (:class:`Phases`: Adam, then L-BFGS or BFGS),
+in one trainer or window after window (:func:`~hodiff.pinn.time_marching` with ``windows=``), in
+memory or in a run directory that a killed run resumes from, and returns a :class:`Solution`: the
+fields at the reference points, ``evaluate(points)`` anywhere, PINNacle's relative L2 error over all
+fields, per field and per group of fields, the history, why each phase stopped, the training time and
+the peak memory, with :meth:`Solution.save` and :meth:`Solution.load`.
+
+References:
+  Hao et al. (2024), "PINNacle: a comprehensive benchmark of physics-informed neural networks for
+  solving PDEs", NeurIPS Datasets and Benchmarks (arXiv:2306.08827): the relative L2 error.
+
+Example:
+  ```python
+  import numpy as np
+  import tensorflow as tf
+  from hodiff import pinn
+
+  domain = pinn.Interval("x", 0.0, 1.0)
+  source = lambda d, x, p: d["u_xx"] + np.pi**2 * tf.sin(np.pi * x["x"])
+  ends = pinn.hard_dirichlet(domain, {"left": 0.0, "right": 0.0})
+  poisson = pinn.Problem(domain, needs=("u_xx",), residual=source, output_transform=ends)
+  x = np.linspace(0.0, 1.0, 101)[:, None]
+  phases = pinn.Phases(adam_steps=500, lbfgs_iterations=200)
+  reference = pinn.Reference(x, {"u": np.sin(np.pi * x[:, 0])})
+  solution = pinn.solve(poisson, pinn.mlp(domain, width=16, depth=2), phases, reference=reference)
+  assert solution.errors["relative_l2_error"] < 1e-3
+  assert solution.stops["adam"] == "reached 500 steps" and set(solution.values) == {"u"}
+  ```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import resource
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from hodiff import _validate
+from hodiff.pinn.data import TrainingData
+from hodiff.pinn.metrics import relative_l2_errors
+from hodiff.pinn.problem import Problem
+from hodiff.pinn.runlog import atomic_write, restore_model, write_json
+from hodiff.pinn.trainer import Trainer
+from hodiff.pinn.trainer_options import Output
+from hodiff.pinn.windows import TimeWindows, restore_marching, time_marching
+
+__all__ = ["Phases", "Reference", "Solution", "solve"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Phases:
+    """The training phases of a study (of each window in a marched one): Adam, then a quasi-Newton method.
+
+    Args:
+      adam_steps: Adam steps, a multiple of the trainer's ``steps_per_call`` (0: none).
+      lbfgs_iterations: quasi-Newton iterations after Adam (0: none).
+      method: ``"lbfgs"`` (L-BFGS-B) or ``"bfgs"`` (self-scaled BFGS, small networks).
+    """
+
+    adam_steps: int = 1000
+    lbfgs_iterations: int = 0
+    method: str = "lbfgs"
+
+    def __post_init__(self):
+        _validate.check_finite_number(self.adam_steps, "adam_steps", "Phases", 0, integer=True)
+        _validate.check_finite_number(self.lbfgs_iterations, "lbfgs_iterations", "Phases", 0, integer=True)
+        if self.method not in ("lbfgs", "bfgs"):
+            raise ValueError(f"Phases: method={self.method!r} must be 'lbfgs' or 'bfgs'.")
+
+    def __call__(self, trainer: Trainer) -> dict[str, str]:
+        """Runs the phases on ``trainer``; returns ``{phase: why it stopped}``."""
+        stops = {"adam": trainer.adam(self.adam_steps).stop_reason}
+        if self.lbfgs_iterations:
+            result = trainer.lbfgs(self.lbfgs_iterations, method=self.method)
+            stops[self.method] = f"{result.message} after {result.nit} iterations"
+        return stops
+
+
+@dataclasses.dataclass
+class Reference:
+    """Reference values of a study's fields at points.
+
+    Args:
+      points: ``(N, d)`` points, columns in the domain's coordinate order.
+      values: ``{field: (N,) values}``; NaN entries (points outside the domain) are left out of the errors.
+      groups: groups of fields scored together besides all of them, e.g. ``[("u", "v")]`` for a flow's velocity.
+    """
+
+    points: Any
+    values: Mapping[str, Any]
+    groups: Sequence[Sequence[str]] = ()
+
+    def __post_init__(self):
+        self.points = np.asarray(self.points, dtype=np.float64)
+        if self.points.ndim != 2:
+            raise ValueError(f"Reference: points must be an (N, d) array, got shape {self.points.shape}.")
+        self.values = {name: np.asarray(value, dtype=np.float64).reshape(-1) for name, value in self.values.items()}
+        for name, value in self.values.items():
+            if value.shape != (len(self.points),):
+                raise ValueError(
+                    f"Reference: the values of {name!r} have {value.size} entries for {len(self.points)} points; "
+                    "give one value per point."
+                )
+        self.groups = [tuple(group) for group in self.groups]
+        for group in self.groups:
+            unknown = [name for name in group if name not in self.values]
+            if unknown:
+                raise ValueError(f"Reference: group {group} names {unknown}, which have no values.")
+
+    def errors(self, prediction: Mapping[str, Any]) -> dict[str, float]:
+        """The relative L2 errors of ``prediction`` (``{field: (N,)}``): all fields, each, and each group
+        (``relative_l2_error_<fields joined>``)."""
+        errors = relative_l2_errors(prediction, self.values)
+        for group in self.groups:
+            errors["relative_l2_error_" + "".join(group)] = relative_l2_errors(prediction, self.values, group)[
+                "relative_l2_error"
+            ]
+        return errors
+
+
+@dataclasses.dataclass
+class Solution:
+    """What a study found: the fields where the reference is, how far off they are, and how it got there.
+
+    Attributes:
+      fields: the problem's fields.
+      points: the reference's points (``None`` without a reference).
+      values: ``{field: (N,)}`` at ``points`` (empty without a reference).
+      errors: relative L2 errors (:meth:`Reference.errors`; empty without a reference).
+      history: the history rows (every window's, with ``window``, in a marched study).
+      stops: ``{phase: why it stopped}`` (a list, one per window, in a marched study).
+      wall_seconds: training time, summed over resumes (and windows).
+      peak_memory_mib: the process's peak resident memory when the study ended.
+    """
+
+    fields: tuple[str, ...]
+    points: np.ndarray | None
+    values: dict[str, np.ndarray]
+    errors: dict[str, float]
+    history: list[dict[str, Any]]
+    stops: dict[str, Any]
+    wall_seconds: float
+    peak_memory_mib: float
+    predict: Callable[[np.ndarray], np.ndarray] | None = dataclasses.field(default=None, repr=False)
+
+    def evaluate(self, points: Any) -> dict[str, np.ndarray]:
+        """``{field: (N,)}`` at ``points`` ``(N, d)``."""
+        if self.predict is None:
+            raise RuntimeError(
+                "Solution.evaluate: this solution was loaded without its problem and model; "
+                "use Solution.load(directory, problem, model) to evaluate it."
+            )
+        values = np.asarray(self.predict(np.asarray(points, dtype=np.float64)), dtype=np.float64)
+        return {name: values[:, i] for i, name in enumerate(self.fields)}
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-able part: fields, errors, stops, wall seconds and peak memory."""
+        return {
+            "fields": list(self.fields),
+            "errors": self.errors,
+            "stops": self.stops,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "peak_memory_mib": round(self.peak_memory_mib, 1),
+        }
+
+    def save(self, directory: str) -> None:
+        """Writes ``solution.json`` (the summary and the history) and ``solution.npz`` (points and values) into
+        ``directory``, each replaced atomically."""
+        os.makedirs(directory, exist_ok=True)
+        write_json(os.path.join(directory, "solution.json"), {**self.summary(), "history": self.history})
+        arrays: dict[str, Any] = {"points": self.points if self.points is not None else np.zeros((0, 0))}
+        arrays.update({f"value_{name}": value for name, value in self.values.items()})
+        with atomic_write(os.path.join(directory, "solution.npz")) as temporary, open(temporary, "wb") as file:
+            np.savez(file, **arrays)
+
+    @classmethod
+    def load(
+        cls,
+        directory: str,
+        problem: Problem | None = None,
+        model: keras.Model | None = None,
+        windows: TimeWindows | None = None,
+    ) -> Solution:
+        """The solution :meth:`save` wrote in ``directory``; with the ``problem`` and a ``model`` of the run's
+        architecture (and its ``windows``), its weights are restored from the run's newest checkpoint in
+        ``directory`` (each window's), so that :meth:`evaluate` answers anywhere."""
+        path = os.path.join(directory, "solution.json")
+        try:
+            with open(path) as file:
+                saved = json.load(file)
+            arrays = np.load(os.path.join(directory, "solution.npz"))
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"Solution.load: {directory} holds no saved solution (solution.json and solution.npz); "
+                "give the directory a study saved with output= or Solution.save."
+            ) from None
+        fields = tuple(saved["fields"])
+        points = arrays["points"] if arrays["points"].size else None
+        values = {name: arrays[f"value_{name}"] for name in fields if f"value_{name}" in arrays}
+        predict = None
+        if problem is not None and model is not None:
+            predict = _restored(problem, model, windows, directory)
+        return cls(
+            fields, points, values, saved["errors"], saved["history"], saved["stops"], saved["wall_seconds"],
+            saved["peak_memory_mib"], predict,
+        )  # fmt: skip
+
+
+def _restored(problem: Problem, model: keras.Model, windows: TimeWindows | None, directory: str) -> Callable:
+    if windows is not None:
+        return restore_marching(problem, model, windows, directory).predict
+    try:
+        restore_model(model, directory)
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"Solution.load: {error}; give the run's directory.") from None
+    solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True, autograph=False)
+    dtype = model.weights[0].dtype
+    return lambda points: solution(tf.constant(points, dtype)).numpy()
+
+
+def _default_trainer(problem: Problem, model: keras.Model) -> Trainer:
+    return Trainer(TrainingData(problem), model)
+
+
+def peak_memory_mib() -> float:
+    """The peak resident memory of this process, in MiB (``ru_maxrss``: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 2**10)
+
+
+def solve(
+    problem: Problem,
+    model: keras.Model,
+    phases: Phases | Callable[[Trainer], dict[str, Any]] = Phases(),
+    *,
+    trainer: Callable[[Problem, keras.Model], Trainer] = _default_trainer,
+    windows: TimeWindows | None = None,
+    output: Output | None = None,
+    reference: Reference | None = None,
+) -> Solution:
+    """Trains ``model`` on ``problem`` and scores it; returns the :class:`Solution`.
+
+    Args:
+      problem: the problem (without :class:`~hodiff.pinn.Initial` conditions when marched).
+      model: the network.
+      phases: :class:`Phases`, or ``phases(trainer) -> {phase: why it stopped}`` running phases of your own.
+      trainer: ``trainer(problem, model) -> Trainer`` (its data, schedule, callbacks; no output), default
+        ``Trainer(TrainingData(problem), model)``.
+      windows: :class:`~hodiff.pinn.TimeWindows` to march in (:func:`~hodiff.pinn.time_marching`); ``None``:
+        one trainer over the whole domain.
+      output: the run's :class:`~hodiff.pinn.Output` (its directory, resume, overwrite, settings): checkpoints,
+        history, and the solution saved there (:meth:`Solution.save`); ``None`` keeps everything in memory.
+      reference: :class:`Reference` values to score the solution against.
+
+    Raises:
+      TypeError: ``phases`` or ``trainer`` is not a function.
+    """
+    if not callable(phases) or not callable(trainer):
+        raise TypeError(
+            "solve: phases must be a pinn.Phases or a function phases(trainer) -> {phase: reason}, and trainer a "
+            f"function trainer(problem, model) -> Trainer; got {phases!r} and {trainer!r}."
+        )
+    if windows is not None:
+        marching = time_marching(
+            problem, model, windows, trainer, phases,
+            None if output is None else output.directory,
+            False if output is None else output.resume,
+            False if output is None else output.overwrite,
+            None if output is None else output.settings,
+            False if output is None else output.tensorboard,
+        )  # fmt: skip
+        predict, history, seconds = marching.predict, marching.history, marching.elapsed_seconds
+        keys = dict.fromkeys(key for run in marching.runs for key in run.result)
+        stops: dict[str, Any] = {key: [run.result.get(key) for run in marching.runs] for key in keys}
+    else:
+        built = trainer(problem, model)
+        if not isinstance(built, Trainer):
+            raise TypeError(f"solve: trainer(problem, model) must return a pinn.Trainer, got {type(built).__name__}.")
+        if output is not None:
+            built.start_run(output)
+        stops = phases(built)
+        predict, history, seconds = built.predict, list(built.history), built.elapsed_seconds
+    values: dict[str, np.ndarray] = {}
+    errors: dict[str, float] = {}
+    if reference is not None:
+        predicted = np.asarray(predict(reference.points), dtype=np.float64)
+        values = {name: predicted[:, i] for i, name in enumerate(problem.fields)}
+        errors = reference.errors(values)
+    points = None if reference is None else reference.points
+    fields = tuple(problem.fields)
+    solution = Solution(fields, points, values, errors, history, stops, seconds, peak_memory_mib(), predict)
+    if output is not None:
+        solution.save(output.directory)
+    return solution
