@@ -7,7 +7,7 @@ points, 20,000 iterations, or fewer when ``--seconds`` (the wall time of hodiff'
 runs out first. Each problem is PINNacle's formulation: Dirichlet conditions as loss terms,
 ``p = 0`` at ns2d_cg's outlet, the noisy observations of poisson_inverse as a data term. The
 error is the L2RE against the same reference and on the same test grid as the hodiff example
-(:func:`pinn_examples._runner.field_errors`). ``python -m benchmarks pinnacle --deepxde`` runs it
+(:func:`pinn_examples.runner.field_errors`). ``python -m benchmarks pinnacle --deepxde`` runs it
 beside the examples (:mod:`benchmarks.pinnacle`).
 
 References:
@@ -148,7 +148,7 @@ def run(name: str, seconds: float, iterations: int = ITERATIONS, seed: int = 0) 
     import deepxde as dde
     import tensorflow as tf
 
-    from pinn_examples._runner import field_errors, grid_points
+    from pinn_examples.runner import field_errors, grid_points
 
     dde.config.set_random_seed(seed)
     build = {"poisson2d_cg": poisson2d_cg, "ns2d_cg": ns2d_cg, "poisson_inverse": poisson_inverse}[name]

@@ -11,8 +11,8 @@ self-convergence in the tests. Target 1e-2 (long GPU runs reach 5e-5).
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.references import allen_cahn_etdrk4
+from pinn_examples.runner import Example, Settings, run
 
 
 def build(settings: Settings):
@@ -65,3 +65,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

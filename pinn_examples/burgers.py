@@ -10,8 +10,8 @@ Sobol points, 2000 Adam steps then L-BFGS; target 5e-3 in under 5 minutes on 2 c
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.references import burgers_cole_hopf
+from pinn_examples.runner import Example, Settings, run
 
 NU = 0.01 / np.pi
 
@@ -62,3 +62,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from pinn_examples import burgers
-from pinn_examples._runner import Example, Settings, run
+from pinn_examples.runner import Example, Settings, run
 
 SAMPLES, NOISE = 2000, 0.01
 
@@ -64,3 +64,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

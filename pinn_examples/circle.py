@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import SEED_MAX, number
+from pinn_examples.runner import SEED_MAX, number
 
 
 def circle_data(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -138,3 +138,7 @@ def main(argv=None) -> int:
         )
     print(f"wrote {args.output}/loss.png and metrics.json")
     return 0
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

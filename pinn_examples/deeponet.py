@@ -10,7 +10,7 @@ step) and minimises the mean squared PDE residual. The conditions are hard:
 held-out sources against a method-of-lines solution (``pinn_examples.deeponet_reference``) on the
 sensor grid by 101 times. Target: mean relative L2 error <= 2e-2.
 
-Runs on the shared command line of the examples (``pinn_examples._runner``), with its own
+Runs on the shared command line of the examples (``pinn_examples.runner``), with its own
 training loop (the ``training`` hook): the run is kept by a :class:`hodiff.pinn.runlog.RunLog`
 (crash-safe checkpoints with the history, ``--resume`` exact, ``--overwrite``) and writes
 ``results/deeponet/``: ``metrics.json``, ``prediction.npz`` (held-out sources, grid axes,
@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from pinn_examples import deeponet_reference
-from pinn_examples._runner import (
+from pinn_examples.runner import (
     DISTRIBUTION_FLAGS,
     SEED_MAX,
     Example,
@@ -394,3 +394,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

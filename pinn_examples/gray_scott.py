@@ -29,7 +29,6 @@ import dataclasses
 
 import numpy as np
 
-from pinn_examples._runner import Example, Settings, setting
 from pinn_examples.gray_scott_reference import (
     DECAY,
     DIFFUSION_U,
@@ -44,6 +43,7 @@ from pinn_examples.gray_scott_reference import (
     gray_scott_spectral,
     picture_points,
 )
+from pinn_examples.runner import Example, Settings, setting
 from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 FIELDS = ("u", "v")
@@ -248,3 +248,7 @@ SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
 
 def main(argv=None) -> int:
     return run(SCATTERED, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

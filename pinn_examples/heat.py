@@ -7,8 +7,8 @@ Exact solution exp(-0.4 pi^2 t) sin(pi x); the tests also check it against a met
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.references import heat_exact
+from pinn_examples.runner import Example, Settings, run
 
 ALPHA = 0.4
 
@@ -47,3 +47,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -31,7 +31,6 @@ import dataclasses
 
 import numpy as np
 
-from pinn_examples._runner import Example, Settings, setting
 from pinn_examples.heat2d_cg_reference import (
     DISKS,
     END,
@@ -53,6 +52,7 @@ from pinn_examples.heat2d_cg_reference import (
     heat_fem,
     picture_axes,
 )
+from pinn_examples.runner import Example, Settings, setting
 from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 
@@ -273,3 +273,7 @@ SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
 
 def main(argv=None) -> int:
     return run(SCATTERED, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

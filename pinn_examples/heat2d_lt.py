@@ -30,7 +30,6 @@ import dataclasses
 
 import numpy as np
 
-from pinn_examples._runner import Example, Settings, setting
 from pinn_examples.heat2d_lt_reference import (
     DIFFUSION,
     END,
@@ -41,6 +40,7 @@ from pinn_examples.heat2d_lt_reference import (
     heat2d_lt_spectral,
     picture_points,
 )
+from pinn_examples.runner import Example, Settings, setting
 from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 WALL_SCALE = 16.0  # x (1 - x) y (1 - y) is at most 1/16
@@ -218,3 +218,7 @@ SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
 
 def main(argv=None) -> int:
     return run(SCATTERED, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -26,7 +26,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, setting
+from pinn_examples.runner import Example, Settings, setting
 from pinn_examples.scattered import ScatteredExample, run
 
 END = 5.0
@@ -152,3 +152,7 @@ SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
 
 def main(argv=None) -> int:
     return run(SCATTERED, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -29,8 +29,8 @@ References:
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example
 from pinn_examples.poisson_inverse import InverseSettings, two_networks
+from pinn_examples.runner import Example
 from pinn_examples.scattered import ScatteredExample, predict, run
 
 SAMPLES, NOISE, SAMPLE_SEED = 2500, 0.1, 20_240_524
@@ -116,7 +116,7 @@ def reference():
 
 def worst_field(trainer):
     """``worst_field_error``: the larger of the errors on ``u`` and on ``a`` at the test points."""
-    from pinn_examples._runner import field_errors
+    from pinn_examples.runner import field_errors
 
     points, values = test_set()
     errors = field_errors(predict(trainer, points), values)
@@ -153,3 +153,7 @@ SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
 
 def main(argv=None) -> int:
     return run(SCATTERED, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

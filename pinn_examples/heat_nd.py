@@ -23,8 +23,8 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, setting
 from pinn_examples.highdim import ball_points
+from pinn_examples.runner import Example, Settings, setting
 from pinn_examples.scattered import ScatteredExample, run
 
 DIM = 5
@@ -133,3 +133,7 @@ SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
 
 def main(argv=None) -> int:
     return run(SCATTERED, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

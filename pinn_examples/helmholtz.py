@@ -8,7 +8,7 @@ the default preset; ``--no-adaptive-weights`` shows the run without it. Target 1
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
+from pinn_examples.runner import Example, Settings, run
 
 A1, A2 = 1.0, 4.0
 
@@ -65,3 +65,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

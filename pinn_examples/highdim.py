@@ -47,10 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from pinn_examples._runner import (
+from pinn_examples.runner import (
     Example,
     Settings,
-    _write_results,
     check_output,
     evaluate,
     field_errors,
@@ -58,6 +57,7 @@ from pinn_examples._runner import (
     parse_args,
     setting,
     verdict,
+    write_results,
 )
 
 PDES = ("poisson", "allen_cahn", "sine_gordon")
@@ -388,7 +388,7 @@ def run(argv: list[str] | None = None) -> int:
     line, status = verdict(EXAMPLE, args.preset, metrics)
     metrics["target_met"] = None if EXAMPLE.target.get(args.preset) is None else status == 0
     title = f"highdim {settings.pde}, D={settings.dim}: slice (x1, x2, 0, ...); rel. L2 error in the ball {error:.2e}"
-    _write_results(args.output, metrics, axes, predicted, exact, trainer, title)
+    write_results(args.output, metrics, axes, predicted, exact, trainer, title)
     print(
         f"highdim: {settings.pde}, D={settings.dim}: relative L2 error {error:.3e} on {settings.test_points} fresh "
         f"points, {trainer.elapsed_seconds:.0f} s of training ({metrics['total_seconds']:.0f} s in all), "
@@ -440,3 +440,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

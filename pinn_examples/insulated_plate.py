@@ -23,8 +23,8 @@ References:
 
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.plate_reference import DISK_CENTRE, DISK_RADIUS, HEIGHT, LENGTH, SQUARE, plate_reference
+from pinn_examples.runner import Example, Settings, run
 
 CUTS = (0.25, 0.5, 1.0, 1.4, 1.75)  # x of the vertical cuts whose fluxes metrics.json reports
 
@@ -102,3 +102,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

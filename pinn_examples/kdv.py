@@ -12,8 +12,8 @@ self-converged to ~1e-10 (tests). Target 2e-2; the default reached 7.4e-3 (1.2e-
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.references import kdv_etdrk4
+from pinn_examples.runner import Example, Settings, run
 
 DISPERSION = 0.0025
 
@@ -81,3 +81,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

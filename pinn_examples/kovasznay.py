@@ -18,7 +18,7 @@ References:
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
+from pinn_examples.runner import Example, Settings, run
 
 RE = 20.0
 LAMBDA = RE / 2.0 - np.sqrt(RE**2 / 4.0 + 4.0 * np.pi**2)
@@ -120,3 +120,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

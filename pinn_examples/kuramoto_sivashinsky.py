@@ -35,8 +35,8 @@ import dataclasses
 
 import numpy as np
 
-from pinn_examples._runner import Example, Settings, run, setting
 from pinn_examples.references import kuramoto_sivashinsky_etdrk4
+from pinn_examples.runner import Example, Settings, run, setting
 
 ADVECTION, ANTIDIFFUSION, HYPERDIFFUSION = 100.0 / 16, 100.0 / 16**2, 100.0 / 16**4
 END = 1.0
@@ -192,3 +192,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -16,8 +16,8 @@ h = 1/400 (:func:`pinn_examples.fd_references.laplace_holes_fd`). Target 5e-3.
 
 import numpy as np
 
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.fd_references import HOLE_CENTRES, HOLE_RADIUS, cached, on_test_grid
+from pinn_examples.runner import Example, Settings, run
 
 
 def domain_and_parts():
@@ -75,3 +75,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import SEED_MAX, number
+from pinn_examples.runner import SEED_MAX, number
 
 
 def build_mlp(d: int, width: int, depth: int, seed: int) -> "keras.Model":

@@ -16,8 +16,8 @@ the walls and corners, to a uniform one.
 
 import numpy as np
 
-from pinn_examples._runner import Example, Settings, grouped_targets, run
 from pinn_examples.cavity_reference import NU, lid_driven_cavity
+from pinn_examples.runner import Example, Settings, grouped_targets, run
 
 
 def residual(d, x, p):
@@ -164,3 +164,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -32,8 +32,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import SEED_MAX, number
 from pinn_examples.npz_headers import npz_headers
+from pinn_examples.runner import SEED_MAX, number
 
 PRESETS = {
     "default": {"iterations": 1000, "meta_batch": 32, "filters": 64, "classes": 200, "eval_tasks": 200, "xla": False},
@@ -272,3 +272,7 @@ def train_and_evaluate(args: argparse.Namespace) -> int:
         flush=True,
     )
     return 0
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

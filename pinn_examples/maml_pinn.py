@@ -25,7 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import SEED_MAX, number
+from pinn_examples.runner import SEED_MAX, number
 
 MODES = 3
 
@@ -216,3 +216,7 @@ def main(argv=None) -> int:
         f"{random_median:.0f} ({summary['median_speedup']:.1f}x); wrote {args.output}/metrics.json"
     )
     return 0
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -28,7 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import SEED_MAX, number
+from pinn_examples.runner import SEED_MAX, number
 
 if TYPE_CHECKING:
     from hodiff.meta import MetaLearner
@@ -211,3 +211,7 @@ def main(argv=None) -> int:
         json.dump({"protocol": __doc__, "results": table}, file, indent=2)
     print(f"wrote {args.output}/metrics.json and curves.png")
     return 0
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -25,8 +25,8 @@ iterations on 6,144 points reach 8.8e-3 on (u, v, p) and 6.8e-3 on (u, v) in 13 
 
 import numpy as np
 
-from pinn_examples._runner import Example, Settings, grouped_targets, run
 from pinn_examples.cavity_reference import NU, expanding_channel
+from pinn_examples.runner import Example, Settings, grouped_targets, run
 
 VERTICES = ((0.0, 0.0), (4.0, 0.0), (4.0, 2.0), (2.0, 2.0), (2.0, 1.0), (0.0, 1.0))
 OUTLET_POINTS = 256
@@ -120,3 +120,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

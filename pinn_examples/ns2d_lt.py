@@ -52,10 +52,10 @@ import dataclasses
 
 import numpy as np
 
-from pinn_examples._runner import Example, Settings, field_errors, setting
 from pinn_examples.cavity_reference import NU
 from pinn_examples.ns2d_lt_reference import END, INFLOW_WAVES, LENGTH, SNAPSHOTS, ns2d_lt_reference, picture_points
 from pinn_examples.ns2d_lt_reference import inflow as inflow_values
+from pinn_examples.runner import Example, Settings, field_errors, setting
 from pinn_examples.scattered import ScatteredExample, evaluate_run, run
 
 FIELDS = ("u", "v", "p")
@@ -365,3 +365,7 @@ SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
 
 def main(argv=None) -> int:
     return run(SCATTERED, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -7,7 +7,7 @@ so the loss is the residual alone. Exact solution sin(pi x) sin(pi y). Target 1e
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
+from pinn_examples.runner import Example, Settings, run
 
 
 def build(settings: Settings):
@@ -45,3 +45,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

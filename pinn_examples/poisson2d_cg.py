@@ -21,8 +21,8 @@ References:
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.fd_references import CG_CIRCLES, CG_DISKS, CG_EDGES, CG_K2, cached, cg_source, on_test_grid
+from pinn_examples.runner import Example, Settings, run
 
 TEST_POINTS = 201  # per side: spacing 0.01
 
@@ -89,3 +89,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

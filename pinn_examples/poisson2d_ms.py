@@ -48,8 +48,8 @@ import numpy as np
 import tensorflow as tf
 
 from pinn_examples import poisson2d_ms_reference as ms
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.fd_references import on_test_grid
+from pinn_examples.runner import Example, Settings, run
 
 OUTPUT_SCALE = 10.0  # u = OUTPUT_SCALE * network: u ranges over about [-7, 18]
 EDGE_WEIGHT = 4 * 2 * ms.HALF / (2 * ms.HALF) ** 2  # perimeter / area: the edge mean's share of the energy
@@ -248,3 +248,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

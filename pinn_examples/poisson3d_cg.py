@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 
 from pinn_examples import cutcell_reference as cc
-from pinn_examples._runner import Example, Settings
+from pinn_examples.runner import Example, Settings
 from pinn_examples.scattered import ScatteredExample, run
 
 COORDS = ("x", "y", "z")
@@ -225,3 +225,7 @@ SCATTERED = ScatteredExample(EXAMPLE, test_set, picture)
 
 def main(argv=None) -> int:
     return run(SCATTERED, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -31,7 +31,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, field_errors, grid_points, run, setting
+from pinn_examples.runner import Example, Settings, field_errors, grid_points, run, setting
 
 SAMPLES_PER_AXIS, NOISE, NOISE_SEED = 50, 0.1, 20_240_523
 
@@ -299,3 +299,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

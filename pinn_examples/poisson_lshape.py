@@ -15,8 +15,8 @@ correction; 9.7e-4 with this factor.) Reference: 5-point finite differences, h =
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
 from pinn_examples.fd_references import cached, on_test_grid
+from pinn_examples.runner import Example, Settings, run
 
 VERTICES = ((0.0, 0.0), (1.0, 0.0), (1.0, -1.0), (-1.0, -1.0), (-1.0, 1.0), (0.0, 1.0))
 
@@ -64,3 +64,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

@@ -26,7 +26,7 @@ def measure(replicas: int) -> dict:
     import dataclasses
 
     from pinn_examples import burgers
-    from pinn_examples._runner import Settings, make_strategy, make_trainer
+    from pinn_examples.runner import Settings, make_strategy, make_trainer
 
     strategy = make_strategy(replicas)
     settings = dataclasses.replace(Settings(), **SETTINGS, log_every=SETTINGS["steps_per_call"])

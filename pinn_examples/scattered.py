@@ -1,11 +1,11 @@
 """The runner for examples scored at scattered points: domains of three or more coordinates.
 
-``_runner.run`` scores an example on a grid of at most two axes (the grid is also the picture).
+``runner.run`` scores an example on a grid of at most two axes (the grid is also the picture).
 A problem in the 5-D cube, the 5-D ball times time, or a plane times time is scored here instead
 at a fixed set of points that covers the whole domain (uniform, from a fixed seed), with the
 picture on a 2-D slice. Everything else is the runner's: the flags and presets, ``--evaluate``,
 ``--resume`` and ``--overwrite``, the checkpoints, ``metrics.json`` (relative L2 error per field
-and combined over ``error_fields``, as :func:`pinn_examples._runner.field_errors` computes it),
+and combined over ``error_fields``, as :func:`pinn_examples.runner.field_errors` computes it),
 ``prediction.npz`` (the slice) and the plots.
 """
 
@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from pinn_examples import _runner
-from pinn_examples._runner import Example, field_errors, make_strategy, parse_args
+from pinn_examples import runner
+from pinn_examples.runner import Example, field_errors, make_strategy, parse_args
 
 
 @dataclasses.dataclass
 class ScatteredExample:
-    """An :class:`~pinn_examples._runner.Example` scored at fixed points rather than on a grid.
+    """An :class:`~pinn_examples.runner.Example` scored at fixed points rather than on a grid.
 
     Attributes:
       example: the example (name, build, presets, target, error_fields, extra_metrics); its
@@ -83,17 +83,17 @@ def peak_memory_mib() -> float:
 
 
 def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
-    """Trains, scores and writes the results of ``scattered``; returns the exit status (as ``_runner.run``)."""
+    """Trains, scores and writes the results of ``scattered``; returns the exit status (as ``runner.run``)."""
     example = scattered.example
     args, settings = parse_args(example, argv)
     if args.evaluate is not None:
-        return _runner.evaluate(example, args)
+        return runner.evaluate(example, args)
     strategy = make_strategy(args.replicas, args.multi_worker)
     if args.multi_worker:
-        args.output = _runner.worker_output(args.output)
+        args.output = runner.worker_output(args.output)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         problem, model = example.build(settings)
-    _runner.check_output(args)
+    runner.check_output(args)
     points, exact = scattered.test_set()
     if points.shape[1] != len(problem.domain.coords) or set(exact) - set(problem.fields):
         raise ValueError(f"{example.name}: the test set does not match the domain {problem.domain.coords}.")
@@ -102,7 +102,7 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
     initial = lambda trainer: field_errors(  # noqa: E731
         predict(trainer, points), exact, example.error_fields
     )["relative_l2_error"]
-    trainer, result, marching_metrics = _runner.fit(example, problem, model, settings, args, strategy, initial)
+    trainer, result, marching_metrics = runner.fit(example, problem, model, settings, args, strategy, initial)
     if result is not None:
         print(f"{example.name}: L-BFGS stopped after {result.nit} iterations, loss {result.fun:.4e}: {result.message}")
     errors = field_errors(predict(trainer, points), exact, example.error_fields)
@@ -132,12 +132,12 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
         **extra_metrics,
         **marching_metrics,
     }
-    line, status = _runner.verdict(example, args.preset, metrics)
+    line, status = runner.verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
     single = len(problem.fields) == 1
     first = problem.fields[0]
     error = errors["relative_l2_error"]
-    _runner._write_results(
+    runner.write_results(
         args.output,
         metrics,
         axes,

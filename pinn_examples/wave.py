@@ -14,7 +14,7 @@ features let the network hold the four time periods of the fast mode. Target 1e-
 import numpy as np
 import tensorflow as tf
 
-from pinn_examples._runner import Example, Settings, run
+from pinn_examples.runner import Example, Settings, run
 
 SPEED = 2.0  # u_tt = SPEED^2 u_xx
 RISE, SCALE = 4.0, 5.0  # the time factor tanh(RISE t)^2 and the output scale of the network's correction
@@ -95,3 +95,7 @@ EXAMPLE = Example(
 
 def main(argv=None) -> int:
     return run(EXAMPLE, argv)
+
+
+if __name__ == "__main__":  # python FILE runs it as python -m pinn_examples NAME does
+    raise SystemExit(main())

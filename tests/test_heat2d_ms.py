@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from hodiff.operators import partials
 from pinn_examples import heat2d_ms
-from pinn_examples._runner import TARGET_MISSED
+from pinn_examples.runner import TARGET_MISSED
 
 TINY = [
     "--interior", "64", "--adam-steps", "20", "--lbfgs-iterations", "0", "--width", "8", "--depth", "2",

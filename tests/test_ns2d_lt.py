@@ -183,7 +183,7 @@ def test_the_stream_function_network_trains_as_built():
     process."""
     import dataclasses
 
-    from pinn_examples._runner import make_trainer
+    from pinn_examples.runner import make_trainer
 
     settings = dataclasses.replace(ns2d_lt.EXAMPLE.presets["default"], stream_function=True)
     problem, model = ns2d_lt.build(settings)

@@ -13,7 +13,7 @@ import hodiff
 from hodiff import pinn
 from hodiff.checks import assert_close
 from pinn_examples import heat, poisson
-from pinn_examples._runner import Settings
+from pinn_examples.runner import Settings
 
 DOMAIN = pinn.Interval("x", -1.0, 1.0) * pinn.TimeDomain("t", 0.0, 2.0)
 

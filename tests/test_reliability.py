@@ -21,7 +21,7 @@ from hodiff import pinn
 from hodiff.pinn.runlog import RunInUseError, RunLog, read_checkpoint_state
 from hodiff.pinn.saving import load_solution, save_solution
 from pinn_examples import heat
-from pinn_examples._runner import run as run_example
+from pinn_examples.runner import run as run_example
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--preset", "fast", "--interior", "64", "--adam-steps", "20", "--lbfgs-iterations", "0", "--width", "8"]
@@ -265,7 +265,7 @@ def test_highdim_refuses_the_distribution_flags_it_does_not_honour(flags, tmp_pa
 
 
 def examples_on_the_shared_runner():
-    """Every registered example built on _runner.Example."""
+    """Every registered example built on runner.Example."""
     import importlib
 
     from pinn_examples import EXAMPLES

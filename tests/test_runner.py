@@ -1,4 +1,4 @@
-"""The PDE examples' command line (pinn_examples._runner): checks before any work, resume that
+"""The PDE examples' command line (pinn_examples.runner): checks before any work, resume that
 reproduces the uninterrupted run, no silent overwrite, whole files after a kill, targets and exit
 status. Tiny settings on the heat equation keep each run to a few seconds."""
 
@@ -21,18 +21,18 @@ from hodiff import pinn
 from hodiff.pinn import plotting
 from hodiff.pinn import trainer as trainer_module
 from pinn_examples import heat
-from pinn_examples._runner import (
+from pinn_examples.runner import (
     TARGET_MISSED,
     _verdict,
-    _write_results,
     field_errors,
     make_strategy,
     memory_needed,
     number,
     reference_fields,
     worker_output,
+    write_results,
 )
-from pinn_examples._runner import run as run_example
+from pinn_examples.runner import run as run_example
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -193,7 +193,7 @@ def fake_trainer():
 def test_a_kill_while_writing_leaves_the_previous_file_whole(failing, victim, tmp_path, monkeypatch):
     axes = {"x": np.linspace(0, 1, 5), "t": np.linspace(0, 1, 4)}
     reference = np.ones((5, 4))
-    _write_results(str(tmp_path), {"error": 1.0}, axes, reference, reference, fake_trainer(), "first")
+    write_results(str(tmp_path), {"error": 1.0}, axes, reference, reference, fake_trainer(), "first")
     before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
     assert set(before) == {"metrics.json", "prediction.npz", "field.png", "history.png"}
 
@@ -218,7 +218,7 @@ def test_a_kill_while_writing_leaves_the_previous_file_whole(failing, victim, tm
 
         monkeypatch.setattr(Figure, "savefig", killed)
     with pytest.raises(KeyboardInterrupt):
-        _write_results(str(tmp_path), {"error": 2.0}, axes, 2 * reference, reference, fake_trainer(), "second")
+        write_results(str(tmp_path), {"error": 2.0}, axes, 2 * reference, reference, fake_trainer(), "second")
     after = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
     assert after[victim] == before[victim], f"{victim} was left partly written"
     assert set(after) == set(before), "no temporary file is left behind"

@@ -212,7 +212,7 @@ def field_errors(prediction: dict, reference: dict, error_fields: tuple[str, ...
     Example:
       ```python
       import numpy as np
-      from pinn_examples._runner import field_errors
+      from pinn_examples.runner import field_errors
 
       reference = {"u": np.array([1.0, np.nan]), "v": np.array([0.0, 2.0])}
       prediction = {"u": np.array([1.1, 5.0]), "v": np.array([0.0, 2.0])}
@@ -712,7 +712,7 @@ def loss_weighting(settings: Settings) -> str:
     return weighting
 
 
-def _write_results(
+def write_results(
     output: str, metrics: dict, axes: dict, prediction: Any, reference: Any, trainer: Any, title: str
 ) -> None:
     """metrics.json, prediction.npz and the plots, each written to a temporary file and renamed.
@@ -1046,7 +1046,7 @@ def _run(example: Example, argv: list[str] | None) -> int:
     line, status = _verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
     single = len(problem.fields) == 1
-    _write_results(
+    write_results(
         args.output,
         metrics,
         axes,
