@@ -206,7 +206,7 @@ def test_inverse_parameter_is_trained():
 
 def test_bad_input():
     problem, model = small_problem()
-    with pytest.raises(ValueError, match="number of points must be an int >= 1"):
+    with pytest.raises(ValueError, match="count must be an int >= 1, got 0"):
         pinn.Trainer(
             pinn.Problem(
                 DOMAIN, needs=("u",), residual=lambda d, x, p: d["u"], conditions=[pinn.Dirichlet(0.0, count=0)]

@@ -279,13 +279,13 @@ def test_the_moving_problem_is_each_window_problem_when_its_state_names_the_wind
 
 
 class Counted:
-    """DECAY's residual, counting its calls: one per trace, plus eager evaluations."""
+    """DECAY's residual, counting its traces (calls while a graph is built; eager checks do not count)."""
 
     def __init__(self):
         self.calls = 0
 
     def __call__(self, d, x, p):
-        self.calls += 1
+        self.calls += not tf.executing_eagerly()
         return d["u_t"] + d["u"]
 
 
@@ -296,7 +296,9 @@ def counted_march(count, directory=None, resume=False, kill=None):
     def trainer(problem, model):
         return pinn.Trainer(
             pinn.TrainingData(problem, interior=32, seed=3), model, learning_rate=1e-2,
-            schedule=pinn.Schedule(steps_per_call=10, log_every=10, checkpoint_every=10, progress=False),
+            schedule=pinn.Schedule(  # no stall diagnostic: whether it fires (and traces) depends on the training
+                steps_per_call=10, log_every=10, checkpoint_every=10, progress=False, diagnose_every=0
+            ),
             callbacks=[kill] if kill else [],
         )  # fmt: skip
 
@@ -315,7 +317,7 @@ def test_a_marched_run_traces_each_phase_once_whatever_its_number_of_windows():
     objective and the logged terms trace once for the run, so 4 windows call the residual as often as 2."""
     two, calls_two = counted_march(2)
     four, calls_four = counted_march(4)
-    assert calls_four == calls_two
+    assert calls_four == calls_two > 0
     assert len(four.runs) == 4 and all(run.adam_steps == 20 and run.result.nit >= 1 for run in four.runs)
     assert [row["window"] for row in four.history if row["phase"] == "adam"] == [0, 0, 1, 1, 2, 2, 3, 3]
 
