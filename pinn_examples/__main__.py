@@ -44,7 +44,8 @@ def main(argv=None) -> int:
         if any(flag in HELP_FLAGS for flag in argv[1:]):
             defer_imports()
         return importlib.import_module(f"pinn_examples.{argv[0]}").main(argv[1:])
-    listing = "\n".join(f"  {name:18s} {describe(name)}" for name in EXAMPLES)
+    width = max(map(len, EXAMPLES))  # the longest name sets the column
+    listing = "\n".join(f"  {name:{width}s}  {describe(name)}" for name in EXAMPLES)
     parser = argparse.ArgumentParser(
         prog="python -m pinn_examples",
         description="hodiff examples; NAME --help shows an example's own flags",

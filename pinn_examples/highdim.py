@@ -41,7 +41,6 @@ References:
 from __future__ import annotations
 
 import dataclasses
-import resource
 import time
 from typing import Any
 
@@ -308,11 +307,6 @@ def slice_fields(trainer: Any, settings: HighDimSettings) -> tuple[dict, np.ndar
     return {"x1": axis, "x2": axis}, predicted.reshape(shape), exact.reshape(shape)
 
 
-def peak_memory_mib() -> float:
-    """This process's peak resident memory so far (``ru_maxrss``, KiB on Linux), in MiB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 def train(trainer: Any, settings: HighDimSettings, progress: bool = True) -> str:
     """Adam, fresh points at every step (:func:`training_data`); returns why it stopped."""
     chunk, done = settings.steps_per_call, int(trainer.adam_steps.numpy())
@@ -363,6 +357,8 @@ def run(argv: list[str] | None = None) -> int:
         trainer.run_info["initial_relative_l2_error"] = relative_error(trainer, settings) if untrained else None
         trainer.save_run_info()
     stop_reason = train(trainer, settings, progress=not args.no_progress)
+    from hodiff.pinn.study import peak_memory_mib
+
     error = relative_error(trainer, settings)
     axes, predicted, exact = slice_fields(trainer, settings)
     metrics = {

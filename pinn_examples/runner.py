@@ -505,6 +505,12 @@ def check_output(
     (any of ``run_files``) only with --resume or --overwrite; --overwrite removes ``replaced`` (files or
     directories)."""
     output = args.output
+    place = os.path.realpath(output)
+    if place.count(os.sep) < 2 or place == os.path.realpath(os.path.expanduser("~")):
+        raise SystemExit(
+            f"--output {output}: that is {place}, a top-level or home directory, where a run's files would mix with "
+            "the system's or yours; give a directory of its own, e.g. --output results/NAME."
+        )
     trained = [os.path.join(output, name) for name in ("checkpoints", "window-0")]  # window-0: a marched run
     if args.resume and not any(os.path.isdir(path) for path in trained):
         raise SystemExit(f"--resume: no checkpoints in {output}/checkpoints; run without --resume first.")
@@ -698,6 +704,49 @@ def fit(
         trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton) if settings.lbfgs_iterations else None
     )
     return trainer, result, {}
+
+
+def run_metrics(
+    example: Example, args: argparse.Namespace, settings: Settings, fitted: tuple, errors: dict, fields: list
+) -> tuple[dict, list]:
+    """metrics.json's entries of a finished run (the errors, the phases, the costs: training seconds and peak resident
+    memory, the trainer's diagnostics) and the names of the example's extra metrics; ``fitted`` is what :func:`fit`
+    returned."""
+    from hodiff.pinn.study import peak_memory_mib
+
+    trainer, result, marching_metrics = fitted
+    extra_metrics = example.extra_metrics(trainer) if example.extra_metrics else {}
+    metrics = {
+        "example": example.name,
+        "preset": args.preset,
+        **errors,
+        "error_fields": list(example.error_fields or fields),
+        "target": example.target.get(args.preset),
+        "target_metric": example.target_metric,
+        "initial_relative_l2_error": trainer.run_info["initial_relative_l2_error"],
+        "adam_steps": settings.adam_steps,
+        "lbfgs_iterations": int(result.nit) if result is not None else None,
+        "lbfgs_message": str(result.message) if result is not None else None,
+        "wall_seconds": round(trainer.elapsed_seconds, 1),
+        "peak_rss_mib": round(peak_memory_mib(), 1),
+        "replicas": trainer.replicas,
+        "final_loss": trainer.final_loss,
+        "settings": dataclasses.asdict(settings),
+        "diagnostics": trainer.run_info.get("diagnostics", []),  # stalls and conflicts the trainer noticed
+        **extra_metrics,
+        **marching_metrics,
+    }
+    return metrics, list(extra_metrics)
+
+
+def summary_line(example: Example, metrics: dict, fields: list, extra: list, where: str, output: str) -> str:
+    """The run's summary: its errors (each field's too), ``extra`` metrics, solving time and peak memory."""
+    each = "" if len(fields) == 1 else "".join(f", {f} {metrics[f'relative_l2_error_{f}']:.3e}" for f in fields)
+    extra = "".join(f", {k} {metrics[k]:.6g}" for k in extra)
+    return (
+        f"{example.name}: relative L2 error {metrics['relative_l2_error']:.3e}{each}{extra}{where}, "
+        f"{metrics['wall_seconds']:.0f} s of solving, peak RSS {metrics['peak_rss_mib']:.0f} MiB; wrote {output}/"
+    )
 
 
 def loss_weighting(settings: Settings) -> str:
@@ -1023,26 +1072,7 @@ def _run(example: Example, argv: list[str] | None) -> int:
     prediction = predict_fields(trainer, grid, shape, outside)
     errors = field_errors(prediction, reference, example.error_fields)
     error = errors["relative_l2_error"]
-    extra_metrics = example.extra_metrics(trainer) if example.extra_metrics else {}
-    metrics = {
-        "example": example.name,
-        "preset": args.preset,
-        **errors,
-        "error_fields": list(example.error_fields or reference),
-        "target": example.target.get(args.preset),
-        "target_metric": example.target_metric,
-        "initial_relative_l2_error": trainer.run_info["initial_relative_l2_error"],
-        "adam_steps": settings.adam_steps,
-        "lbfgs_iterations": int(result.nit) if result is not None else None,
-        "lbfgs_message": str(result.message) if result is not None else None,
-        "wall_seconds": round(trainer.elapsed_seconds, 1),
-        "replicas": trainer.replicas,
-        "final_loss": trainer.final_loss,
-        "settings": dataclasses.asdict(settings),
-        "diagnostics": trainer.run_info.get("diagnostics", []),  # stalls and conflicts the trainer noticed
-        **extra_metrics,
-        **marching_metrics,
-    }
+    metrics, extra = run_metrics(example, args, settings, (trainer, result, marching_metrics), errors, list(reference))
     line, status = _verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
     single = len(problem.fields) == 1
@@ -1055,11 +1085,6 @@ def _run(example: Example, argv: list[str] | None) -> int:
         trainer,
         f"{example.name}: relative L2 error {error:.2e}",
     )
-    fields = "" if len(reference) == 1 else "".join(f", {f} {errors[f'relative_l2_error_{f}']:.3e}" for f in reference)
-    extra = "".join(f", {k} {v:.6g}" for k, v in extra_metrics.items())
-    print(
-        f"{example.name}: relative L2 error {error:.3e}{fields}{extra}, {trainer.elapsed_seconds:.0f} s of solving; "
-        f"wrote {args.output}/"
-    )
+    print(summary_line(example, metrics, list(reference), extra, "", args.output))
     print(line)
     return status

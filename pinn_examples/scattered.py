@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import resource
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -75,13 +74,6 @@ def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -
         return {name: evaluation[name] for name in evaluation.files}
 
 
-def peak_memory_mib() -> float:
-    """The peak resident memory so far (``ru_maxrss``, KiB on Linux) of this process or of a child it
-    waited for (a marched run's windows train in child processes), in MiB."""
-    own, children = (resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return max(own, children) / 1024.0
-
-
 def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
     """Trains, scores and writes the results of ``scattered``; returns the exit status (as ``runner.run``)."""
     example = scattered.example
@@ -111,27 +103,9 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
     slice_prediction = {name: values.reshape(shape) for name, values in predict(trainer, slice_points).items()}
     for name, values in slice_prediction.items():
         values[~np.isfinite(slice_exact.get(name, np.zeros(shape)))] = np.nan
-    extra_metrics = example.extra_metrics(trainer) if example.extra_metrics else {}
-    metrics = {
-        "example": example.name,
-        "preset": args.preset,
-        **errors,
-        "error_fields": list(example.error_fields or exact),
-        "error_points": len(points),
-        "target": example.target.get(args.preset),
-        "target_metric": example.target_metric,
-        "initial_relative_l2_error": trainer.run_info["initial_relative_l2_error"],
-        "adam_steps": settings.adam_steps,
-        "lbfgs_iterations": int(result.nit) if result is not None else None,
-        "lbfgs_message": str(result.message) if result is not None else None,
-        "wall_seconds": round(trainer.elapsed_seconds, 1),
-        "peak_rss_mib": round(peak_memory_mib(), 1),
-        "replicas": trainer.replicas,
-        "final_loss": trainer.final_loss,
-        "settings": dataclasses.asdict(settings),
-        **extra_metrics,
-        **marching_metrics,
-    }
+    fitted = (trainer, result, marching_metrics)
+    metrics, extra = runner.run_metrics(example, args, settings, fitted, errors, list(exact))
+    metrics["error_points"] = len(points)
     line, status = runner.verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
     single = len(problem.fields) == 1
@@ -146,11 +120,6 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
         trainer,
         f"{example.name}: relative L2 error {error:.2e} ({len(points)} points; picture: a slice)",
     )
-    fields = "" if len(exact) == 1 else "".join(f", {f} {errors[f'relative_l2_error_{f}']:.3e}" for f in exact)
-    extra = "".join(f", {k} {v:.6g}" for k, v in extra_metrics.items())
-    print(
-        f"{example.name}: relative L2 error {error:.3e}{fields}{extra} at {len(points)} points, "
-        f"{trainer.elapsed_seconds:.0f} s of solving, peak RSS {metrics['peak_rss_mib']:.0f} MiB; wrote {args.output}/"
-    )
+    print(runner.summary_line(example, metrics, list(exact), extra, f" at {len(points)} points", args.output))
     print(line)
     return status

@@ -55,3 +55,14 @@ def test_no_example_imports_tensorflow_for_its_help():
     assert len(lines) == len(EXAMPLES)
     for line in lines:
         assert line.endswith("True []"), f"{line}: its module uses TensorFlow, Keras or hodiff at import time"
+
+
+def test_the_listing_keeps_its_columns_for_long_names(capsys):
+    from pinn_examples import EXAMPLES, describe
+    from pinn_examples.__main__ import main
+
+    assert main([]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    assert len(rows) == len(EXAMPLES) and any(len(name) > 18 for name in EXAMPLES)
+    starts = {row.index(describe(name)) for row, name in zip(rows, EXAMPLES)}
+    assert len(starts) == 1  # every description in one column, kuramoto_sivashinsky's too

@@ -188,3 +188,19 @@ def test_checkpoints_are_listed_and_their_state_read_without_a_run_log(tmp_path)
     state = read_checkpoint_state(files[0][1])
     assert state["settings"] == {"seed": 0, "learning_rate": 1e-3} and state["elapsed_seconds"] == 30.0
     assert [row["step"] for row in state["history"]] == [10, 20, 30]
+
+
+def test_a_run_inside_a_held_run_inherits_its_provenance(tmp_path):
+    """A time window's run (``OUTPUT/window-<k>``) stores the provenance of the marched run that encloses it, so that
+    another example's --evaluate or --resume of it is refused as for a single run."""
+    from hodiff.pinn.runlog import lock_run
+
+    outer = lock_run(tmp_path / "run", provenance={"example": "ns2d_lt", "replicas": 1})
+    window = lock_run(tmp_path / "run" / "window-3")
+    beside = lock_run(tmp_path / "other")
+    try:
+        assert window.provenance == {"example": "ns2d_lt", "replicas": 1}
+        assert beside.provenance == {}
+    finally:
+        for lock in (outer, window, beside):
+            lock.release()

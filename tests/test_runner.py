@@ -352,6 +352,13 @@ def test_too_many_points_and_unwritable_output_stop_before_any_work(tmp_path, mo
         run_example(heat.EXAMPLE, ["--output", str(tmp_path / "file" / "results")])
 
 
+@pytest.mark.parametrize("output", ["/", "/tmp", "~", "~/"])
+def test_a_top_level_or_home_output_is_refused_before_any_work(output, monkeypatch):
+    monkeypatch.setattr(pinn.Trainer, "__init__", lambda *a, **k: pytest.fail("the trainer was built"))
+    with pytest.raises(SystemExit, match="a top-level or home directory"):
+        run_example(heat.EXAMPLE, ["--output", os.path.expanduser(output)])
+
+
 def test_resume_with_other_settings_stops_and_names_them(uninterrupted, tmp_path):
     output = tmp_path / "run"
     shutil.copytree(uninterrupted, output)

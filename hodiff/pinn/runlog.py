@@ -220,7 +220,9 @@ def lock_run(directory: str | os.PathLike, caller: str = "RunLog", provenance: d
       caller: named in the error.
       provenance: who writes the run (e.g. ``{"example": "heat", "replicas": 1}``), JSON-serialisable:
         a :class:`RunLog` of this directory in this process that is given no ``provenance`` of its
-        own stores this with every checkpoint and checks it on resume.
+        own stores this with every checkpoint and checks it on resume. ``None``: that of the innermost
+        run this process holds whose directory encloses this one (a time window's run inside its
+        marched run), else none.
 
     Returns:
       A :class:`RunLock`; keep it as long as the run writes.
@@ -269,8 +271,17 @@ def lock_run(directory: str | os.PathLike, caller: str = "RunLog", provenance: d
     os.ftruncate(fd, 0)
     os.write(fd, json.dumps(info).encode())  # information only: the lock is the flock, not the content
     _held[path] = _HeldLock(fd, path)
-    _held[path].provenance = _jsonable(provenance or {})
+    _held[path].provenance = _jsonable(provenance if provenance is not None else _enclosing_provenance(path))
     return RunLock(_held[path])
+
+
+def _enclosing_provenance(path: str) -> dict[str, Any]:
+    """The provenance of the innermost run this process holds that encloses ``path`` (a time window's run inside
+    the marched run's directory is written by the same example), else ``{}``."""
+    enclosing = [
+        held for other, held in _held.items() if path.startswith(os.path.dirname(other) + os.sep) and other != path
+    ]
+    return dict(max(enclosing, key=lambda held: len(held.path)).provenance) if enclosing else {}
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

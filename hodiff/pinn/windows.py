@@ -109,7 +109,8 @@ class TimeWindows:
         coordinate, evaluated once on a grid). Without it (``None``, default) window ``k``
         evaluates, and differentiates, the frozen networks of all ``k`` windows before it; with it
         every window costs the same. Called once per window, when its problem is built (by
-        :func:`time_marching` and :func:`restore_marching` alike, so a restored run is the same).
+        :func:`time_marching` and :func:`restore_marching` alike, so a restored run is the same). A
+        :class:`~hodiff.pinn.SeriesRestart` also lets every window train with one compiled step (:meth:`moving`).
       local_time: each window's network sees its own time stretched over the whole horizon: it is
         evaluated at ``t0 + (t - t_k) * count`` (``t0`` the horizon's start), so that the window spans
         the time input's whole range (as :func:`~hodiff.pinn.mlp` scales it over the horizon) rather
@@ -392,9 +393,13 @@ class WindowSolution:
     def __init__(self, evaluate: Callable[[tf.Tensor], tf.Tensor], variables: list, values: list):
         self.evaluate, self.variables, self.values = evaluate, variables, values
 
-    def __call__(self, points: tf.Tensor) -> tf.Tensor:
+    def load(self) -> None:
+        """Loads the window's weights and state into the model and the state's variables."""
         for variable, value in zip(self.variables, self.values):
             variable.assign(value)
+
+    def __call__(self, points: tf.Tensor) -> tf.Tensor:
+        self.load()
         return self.evaluate(points)
 
 
@@ -466,6 +471,8 @@ class Marching:
             for i in range(0, len(chosen), batch):
                 part = chosen[i : i + batch]
                 values[part] = solution(tf.constant(points[part], self.dtype)).numpy()
+        if isinstance(self._compiled[-1], WindowSolution):  # the model ends with the last window's weights
+            self._compiled[-1].load()
         return values
 
     @property
