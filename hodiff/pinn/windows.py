@@ -101,8 +101,11 @@ class TimeWindows:
       transform: ``transform(x, outputs, start, previous) -> (N, fields)``: the window's solution
         from the network's ``outputs``; it must equal ``previous`` (the solution at ``(x, start)``
         of the window before, ``initial`` in the first) where ``t = start``. ``x`` has ``x.time``,
-        the time coordinate's name. Default: ``previous + (t - start) * outputs``; multiply
-        ``outputs`` by a function that vanishes on the boundary for hard boundary conditions too.
+        the time coordinate's name. ``start`` is a float, or, when every window trains with one compiled step (a
+        :class:`~hodiff.pinn.SeriesRestart`), a scalar tensor in the outputs' dtype: use TensorFlow ops on it
+        (``float(start)`` or numpy functions fail while the step is traced). Default:
+        ``previous + (t - start) * outputs``; multiply ``outputs`` by a function that vanishes on the boundary for
+        hard boundary conditions too.
       restart: ``restart(previous, start) -> function``, optional: replaces the solution of the
         window before, ``previous(points) -> (N, fields)``, by a function that agrees with it at
         ``t = start`` and is cheaper to differentiate (e.g. its Fourier series in a periodic
