@@ -48,11 +48,15 @@ RESULT_FILES = ("metrics.json", "prediction.npz", "field.png", "history.png")  #
 RUN_FILES = (*RESULT_FILES, "history.csv", "checkpoints", "tensorboard", "window-0")  # any: the directory holds a run
 
 
+MAX_TIME_WINDOWS = 1000  # more windows than this are a typo: each trains --adam-steps and --lbfgs-iterations
+MAX_CAUSAL_EPSILON = 1e4  # exp(-epsilon * loss) underflows for every slice but the first well before this
+
+
 def _setting(
     default: Any,
     description: str,
     positive: bool = False,
-    maximum: int | None = None,
+    maximum: float | None = None,
     choices: tuple = (),
     off_or_least: int | None = None,
 ) -> Any:
@@ -96,9 +100,17 @@ class Settings:
         choices=("none", "annealing", "grad_norm"),
     )
     resample_every: int = _setting(0, "Adam steps between residual-based resamplings of the points; 0 is off")
-    causal_epsilon: float = _setting(0.0, "causal training strength (time-dependent problems); 0 is off")
+    causal_epsilon: float = _setting(
+        0.0,
+        f"causal training strength (time-dependent problems), 0 .. {MAX_CAUSAL_EPSILON}; 0 is off",
+        maximum=MAX_CAUSAL_EPSILON,
+    )
     time_windows: int = _setting(
-        1, "time-marching windows, each trained in turn (--adam-steps and --lbfgs-iterations per window)", positive=True
+        1,
+        f"time-marching windows, each trained in turn (--adam-steps and --lbfgs-iterations per window), 1 .. "
+        f"{MAX_TIME_WINDOWS}",
+        positive=True,
+        maximum=MAX_TIME_WINDOWS,
     )
     seed: int = _setting(0, f"seed of the points and the initial weights, 0 .. {SEED_MAX}", maximum=SEED_MAX)
     xla: bool = _setting(True, "compile the training steps with XLA; --no-xla starts seconds sooner (short runs)")
@@ -277,20 +289,20 @@ def _noun(kind: type) -> str:
     return "an integer" if kind is int else "a number"
 
 
-def _wanted(kind: type, positive: bool, maximum: int | None, off_or_least: int | None) -> str:
+def _wanted(kind: type, positive: bool, maximum: float | None, off_or_least: int | None) -> str:
     """What a numeric setting takes, for its messages: ``"an integer 0 (off) or >= 2 and <= 8"``."""
     wanted = f"0 (off) or >= {off_or_least}" if off_or_least is not None else "> 0" if positive else ">= 0"
     return f"{_noun(kind)} {wanted}" + (f" and <= {maximum}" if maximum is not None else "")
 
 
-def _in_range(value: float, positive: bool, maximum: int | None, off_or_least: int | None) -> bool:
+def _in_range(value: float, positive: bool, maximum: float | None, off_or_least: int | None) -> bool:
     below = off_or_least is not None and 0 < value < off_or_least
     too_large = maximum is not None and value > maximum
     return math.isfinite(value) and not (value < 0 or below or (positive and value == 0) or too_large)
 
 
 def number(
-    kind: type, positive: bool = False, maximum: int | None = None, off_or_least: int | None = None
+    kind: type, positive: bool = False, maximum: float | None = None, off_or_least: int | None = None
 ) -> Callable[[str], Any]:
     """An argparse ``type``: a finite ``kind`` that is >= 0 (> 0 when ``positive``), at most ``maximum``, and 0 or
     at least ``off_or_least``."""

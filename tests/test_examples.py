@@ -110,6 +110,8 @@ def test_an_examples_help_shows_its_own_flags(capsys):
         ["laplacian_check", "--dim=-2"],
         ["laplacian_check", "--points=-1"],
         ["laplacian_check", "--probes=0"],
+        ["heat2d_ms", "--time-windows=100000"],
+        ["heat", "--causal-epsilon=1e300"],
     ],
 )
 def test_the_other_examples_refuse_non_finite_and_out_of_range_flags(argv, capsys):

@@ -82,3 +82,21 @@ def test_overwrite_removes_the_windows_of_the_replaced_run_this_run_does_not_hav
     with pytest.raises(KeyboardInterrupt):
         heat2d_ms.main(["--time-windows", windows, "--overwrite", "--output", str(output)])
     assert sorted(p.name for p in output.iterdir() if p.name.startswith("window-")) == [*kept, "window-x"]
+
+
+def test_a_failed_window_reports_its_own_error(tmp_path, monkeypatch):
+    """Every window trains in this process: the error of the window that failed is the message, not a log line."""
+    from hodiff import pinn
+
+    adam = pinn.Trainer.adam
+
+    def failing(trainer, steps):
+        if trainer.settings["time_window"]["index"] == 1:
+            raise ValueError("the second window's loss is not finite (a stand-in failure)")
+        return adam(trainer, steps)
+
+    monkeypatch.setattr(pinn.Trainer, "adam", failing)
+    flags = ["--preset", "fast", *TINY, "--time-windows", "2", "--output", str(tmp_path / "run")]
+    with pytest.raises(SystemExit, match="heat2d_ms: the second window's loss is not finite"):
+        heat2d_ms.main(flags)
+    assert (tmp_path / "run" / "window-0" / "checkpoints").is_dir()  # the first window's work is kept
