@@ -95,3 +95,36 @@ def test_diagnostic_stays_quiet_on_a_healthy_run_and_checks_its_options():
         StallDiagnostic(cancellation=0.5)
     with pytest.raises(ValueError, match="diagnose_every must be a finite int >= 0"):
         pinn.Schedule(diagnose_every=-1)
+
+
+@pytest.mark.parametrize("flux", [0.0, -0.25])
+def test_a_stalled_pure_neumann_problem_whose_fluxes_do_not_balance_is_named(flux, caplog):
+    """-laplacian(u) = 1 with du/dn = 0 on the whole boundary has no solution: the heat has nowhere to go. The stall
+    warning says the conditions cannot all hold, with the integrals (issue 46 item 5); balanced (du/dn = -1/4 on each
+    side), it does not. plateau=1 makes every phase far above zero a plateau, so the warning is given either way."""
+    square = pinn.Rectangle(("x", "y"), (0.0, 0.0), (1.0, 1.0))
+    problem = pinn.Problem(
+        square,
+        needs=("u_xx", "u_yy"),
+        residual=lambda d, x, p: d["u_xx"] + d["u_yy"] + 1.0,
+        conditions=[pinn.Neumann(flux, count=16, name="walls")],
+    )
+    schedule = pinn.Schedule(steps_per_call=10, log_every=10, progress=False, jit_compile=False)
+    trainer = pinn.Trainer(
+        pinn.TrainingData(problem, interior=32),
+        pinn.mlp(square, width=8, depth=1, seed=0),
+        schedule=schedule,
+        callbacks=[StallDiagnostic(every=0, plateau=1.0)],
+    )
+    with caplog.at_level(logging.WARNING, logger="hodiff.pinn.diagnostics"):
+        trainer.adam(20)
+    (finding,) = trainer.run_info["diagnostics"]
+    assert "training may have stalled" in caplog.text
+    balance = finding["neumann_balance"]
+    assert balance["conditions"] == ["walls"] and balance["sources"] == pytest.approx(1.0)
+    if flux == 0.0:
+        assert not balance["balanced"] and balance["mismatch"] == pytest.approx(1.0)
+        assert "cannot all hold" in finding["message"] and "(Neumann 'walls')" in finding["message"]
+        assert "= 0 + 1 = 1, not 0" in finding["message"] and "cannot all hold" in caplog.text
+    else:
+        assert balance["balanced"] and "cannot all hold" not in caplog.text

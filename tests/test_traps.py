@@ -202,6 +202,27 @@ def test_a_near_zero_field_with_a_nonzero_initial_condition_is_warned_about(capl
     assert len([r for r in caplog.records if "near zero" in r.getMessage()]) == 1, "only the last one"
 
 
+def test_the_near_zero_warning_says_when_the_initial_terms_weight_is_zero(caplog):
+    """With weights={'initial': 0} the initial condition is not imposed at all: the warning says so and how to fix
+    it, rather than blaming the soft initial condition only (issue 46 item 5)."""
+    unweighted = pinn.Problem(
+        HEAT_DOMAIN,
+        needs=("u_t", "u_xx"),
+        residual=lambda d, x, p: d["u_t"] - 0.1 * d["u_xx"],
+        conditions=[pinn.Initial(SINE, count=16, name="start")],
+        weights={"start": 0.0},
+    )
+    with caplog.at_level(logging.WARNING, logger="hodiff.pinn.trainer"):
+        trainer_for(unweighted, zero_network(), interior=64)._warn_if_trivial("Adam")
+        trainer_for(heat([pinn.Initial(SINE, count=16, name="start")]), zero_network(), interior=64)._warn_if_trivial(
+            "Adam"
+        )
+    first, second = [r.getMessage() for r in caplog.records if "near zero" in r.getMessage()]
+    assert "the Initial term 'start' has loss weight 0 (weights={'start': 0})" in first
+    assert "not imposed at all" in first and "positive weight" in first and "pinn.hard_initial(u0" in first
+    assert "weight 0" not in second and "soft initial condition" in second
+
+
 def test_lbfgs_trains_a_pure_neumann_problem_and_warns_the_solution_is_up_to_a_constant(caplog):
     """Only derivatives of u reach the loss, so the last bias does not: L-BFGS refused the trainer's own weights
     ("the loss does not depend on ['bias']") though the user passed none (issue 46 item 1)."""

@@ -11,7 +11,11 @@ cheaply, from the run's history and a few gradients:
   than the gradient of the total, so the terms pull against each other and the optimiser sits at a
   compromise between them; the pairs with negative cosines are the conflicting terms. Checked
   when a phase ends far above zero: after Adam only on a plateau (Adam's own noise makes the
-  ratio large while the loss still falls), after L-BFGS always.
+  ratio large while the loss still falls), after L-BFGS always;
+- **conditions that cannot all hold**: a stalled pure-Neumann problem (conditions giving only the
+  normal derivative) whose sources do not balance its boundary fluxes
+  (:func:`~hodiff.pinn.flux.neumann_balance`: the mismatch of the integrals when the residual is
+  ``a * laplacian(u) + s``, the case named otherwise).
 
 :class:`StallDiagnostic` checks at the end of each phase (Adam, L-BFGS), logs a warning naming
 the conflicting terms and what to try, and records it in ``trainer.run_info["diagnostics"]``
@@ -58,6 +62,7 @@ import numpy as np
 
 from hodiff import _validate
 from hodiff.pinn.callbacks import Callback
+from hodiff.pinn.flux import neumann_balance
 
 if TYPE_CHECKING:
     from hodiff.pinn.trainer import Trainer
@@ -157,6 +162,7 @@ class StallDiagnostic(Callback):
         if not (plateau or conflict):
             return
         step = int(rows[-1]["step"])
+        balance = neumann_balance(trainer.problem)
         finding = {
             "phase": phase,
             "step": step,
@@ -166,18 +172,22 @@ class StallDiagnostic(Callback):
             "fall_over_second_half": fall,
             "cancellation": check["cancellation"],
             "terms": sorted({name for a, b, _ in check["conflicts"] for name in (a, b)}),
-            "message": self._message(phase, loss, first, fall, check, conflict),
+            "message": self._message(phase, loss, first, fall, check, conflict, _balance_text(balance)),
+            "neumann_balance": balance,
         }
         findings = [f for f in trainer.run_info.get("diagnostics", []) if (f["phase"], f["step"]) != (phase, step)]
         trainer.run_info["diagnostics"] = [*findings, finding]
         trainer.save_run_info()
         logger.warning("%s", finding["message"])
 
-    def _message(self, phase: str, loss: float, first: float, fall: float, check: dict, conflict: bool) -> str:
+    def _message(
+        self, phase: str, loss: float, first: float, fall: float, check: dict, conflict: bool, cause: str
+    ) -> str:
         name = "L-BFGS" if phase == "lbfgs" else "Adam"
         text = (
             f"training may have stalled: after the {name} phase the loss is {loss:.3g}, {loss / first:.2g} of the "
             f"first logged loss ({first:.3g}), and it fell by {max(fall, 0.0):.1%} over the phase's second half."
+            + cause
         )
         norms = ", ".join(f"{term} {value:.2e}" for term, value in check["norms"].items())
         if conflict:
@@ -195,3 +205,27 @@ class StallDiagnostic(Callback):
                 "(output_transform), more points where the residual is large, or a wider network."
             )
         return text + " See docs/pinn-training.md#when-training-stalls."
+
+
+def _balance_text(balance: dict[str, Any] | None) -> str:
+    """What :func:`~hodiff.pinn.flux.neumann_balance` found, for the stall warning: the conditions that cannot all
+    hold, with the integrals when they were computed; nothing for a problem that is not pure-Neumann or balances."""
+    if balance is None or balance["balanced"]:
+        return ""
+    names = ", ".join(repr(name) for name in balance["conditions"])
+    if balance["mismatch"] is None:
+        return (
+            f" The conditions give only the normal derivative of the field (Neumann {names}, no value anywhere): such "
+            "a problem has a solution only when its sources balance its boundary fluxes (for a * laplacian(u) + s = 0 "
+            "with du/dn = g: a * integral(g ds) + integral(s dx) = 0; integrate your residual over the domain for "
+            "yours). If they do not, the conditions cannot all hold and the loss cannot reach zero: change the source "
+            "or the fluxes so that they balance, or replace a Neumann condition by a value (Dirichlet) somewhere."
+        )
+    return (
+        f" The conditions cannot all hold: they give only the normal derivative of the field (Neumann {names}), and "
+        "such a problem has a solution only when its sources balance its boundary fluxes. Integrating the residual "
+        f"a * laplacian(u) + s (a = {balance['coefficient']:.3g}) over the domain gives a * integral(g ds) + "
+        f"integral(s dx) = {balance['fluxes']:.3g} + {balance['sources']:.3g} = {balance['mismatch']:.3g}, not 0 "
+        f"({balance['relative']:.0%} of their sizes), so the loss cannot reach zero. Change the source or the "
+        "boundary fluxes g so that they balance, or replace a Neumann condition by a value (Dirichlet) somewhere."
+    )

@@ -12,6 +12,9 @@ is zero. A PINN can fit its loss and still break both; these functions measure t
   holes the cut crosses are left out.
 - :func:`polygon_flux`: the flux out of a closed polygon (counter-clockwise vertices): the sum of
   its edges' fluxes.
+- :func:`neumann_balance`: for a problem whose conditions fix only the normal derivative (a
+  pure-Neumann problem), how far its sources are from balancing its boundary fluxes: when they
+  do not, no solution exists and the loss cannot reach zero.
 
 Example:
   ```python
@@ -33,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["gradient_field", "polygon_flux", "segment_flux"]
+__all__ = ["gradient_field", "neumann_balance", "polygon_flux", "segment_flux"]
 
 VectorField = Callable[[np.ndarray], Any]
+BALANCED = 1e-2  # a mismatch under this fraction of the sources' and fluxes' sizes counts as balanced
 
 
 def gradient_field(solution: Any, field: int = 0, dtype: Any = None) -> Callable[[np.ndarray], np.ndarray]:
@@ -164,3 +168,174 @@ def polygon_flux(
     if np.sum(corners[:, 0] * following[:, 1] - following[:, 0] * corners[:, 1]) <= 0:
         raise ValueError("polygon_flux: the vertices run clockwise (or enclose no area); list them counter-clockwise.")
     return sum(segment_flux(vector_field, a, b, domain, **options) for a, b in zip(corners, following))
+
+
+def _pure_neumann(problem: Any) -> tuple[list, list] | None:
+    """The problem's (Neumann, Periodic) conditions when it is a steady one-field problem whose conditions fix only
+    the normal derivative (no value anywhere, no output transform), else ``None``."""
+    from hodiff.pinn.conditions import Neumann, Periodic, Robin
+
+    domain = problem.domain
+    if len(problem.fields) != 1 or domain.extras or problem.output_transform is not None or problem.stochastic:
+        return None
+    neumann = [c for c in problem.conditions if isinstance(c, Neumann) and not isinstance(c, Robin)]
+    periodic = [c for c in problem.conditions if type(c) is Periodic and c.derivatives >= 1]
+    if not neumann or len(neumann) + len(periodic) != len(problem.conditions):
+        return None
+    if any(not partial for _, partial in problem.needs.values()):  # the residual reads u itself: u is not free
+        return None
+    return neumann, periodic
+
+
+def _single(result: Any) -> np.ndarray:
+    """A residual's one equation as a float64 ``(N,)`` array."""
+    if isinstance(result, dict):
+        (result,) = result.values()
+    elif isinstance(result, (tuple, list)):
+        (result,) = result
+    return np.asarray(result, dtype=np.float64).reshape(-1)
+
+
+def _laplacian_form(problem: Any, x: Any, count: int) -> tuple[float, np.ndarray] | None:
+    """``(a, s)`` when the residual is ``a * laplacian(u) + s(x)`` at the points ``x`` (found by calling it on chosen
+    values of its needs), else ``None``."""
+    import tensorflow as tf
+
+    from hodiff.pinn.names import NeededValues
+
+    space = problem.domain.space
+    seconds = {key for key, (_, partial) in problem.needs.items() if len(partial) == 2 and partial[0] == partial[1]}
+    if {problem.needs[key][1][0] for key in seconds} != set(space):
+        return None
+    parameters = {name: tf.constant(value, tf.float64) for name, value in problem.parameters.items()}
+
+    def residual(values: dict) -> np.ndarray:
+        d = {key: tf.constant(values.get(key, np.zeros(count)), tf.float64) for key in problem.needs}
+        return _single(problem.residual(NeededValues(d, "Problem"), x, parameters))
+
+    try:
+        source = residual({})
+        effects = {key: residual({key: np.ones(count)}) - source for key in problem.needs}
+        scale = max(1.0, float(np.max(np.abs(source))))
+        coefficient = float(np.mean(effects[next(iter(seconds))]))
+        for key, effect in effects.items():
+            wanted = coefficient if key in seconds else 0.0
+            if not np.allclose(effect, wanted, rtol=1e-6, atol=1e-9 * scale):
+                return None
+        rng = np.random.default_rng(0)
+        values = {key: rng.normal(size=count) for key in problem.needs}
+        laplacian = sum(values[key] for key in seconds)
+        if coefficient == 0.0 or not np.allclose(
+            residual(values) - source, coefficient * laplacian, rtol=1e-6, atol=1e-9 * scale
+        ):
+            return None
+    except Exception:  # noqa: BLE001 - a residual these values do not suit is not of the form: nothing to say
+        return None
+    return coefficient, source
+
+
+def neumann_balance(problem: Any, count: int = 4096, seed: int = 0) -> dict[str, Any] | None:
+    """How far the sources of a pure-Neumann problem are from balancing its boundary fluxes.
+
+    A steady problem ``a * laplacian(u) + s(x) = 0`` whose conditions give only the outward normal
+    derivative, ``du/dn = g`` (:class:`~hodiff.pinn.Neumann` on the whole boundary, faces paired by
+    :class:`~hodiff.pinn.Periodic` adding nothing), has a solution only when integrating the
+    equation over the domain gives zero (the divergence theorem)::
+
+        a * integral(g ds over the boundary) + integral(s dx over the domain) = 0
+
+    Otherwise the conditions cannot all hold: the loss cannot reach zero, and training stalls at a
+    compromise (the :class:`~hodiff.pinn.diagnostics.StallDiagnostic` names this). The integrals are
+    means over ``count`` Sobol points times :meth:`Geometry.measure <hodiff.pinn.geometry.Geometry.measure>`
+    and :meth:`~hodiff.pinn.geometry.Geometry.boundary_measure`.
+
+    Args:
+      problem: a :class:`~hodiff.pinn.Problem`.
+      count: points for each integral.
+      seed: the Sobol points' seed.
+
+    Returns:
+      ``None`` unless the problem is a steady, one-field problem whose conditions are all
+      :class:`~hodiff.pinn.Neumann` (and :class:`~hodiff.pinn.Periodic` with derivatives), covering
+      the boundary once, with no output transform and a residual that does not read ``u`` itself.
+      Else a dict: ``"conditions"`` (the Neumann conditions' names); and, when the residual is
+      ``a * laplacian(u) + s(x)`` (checked by calling it on chosen values), ``"coefficient"``
+      (``a``), ``"sources"`` (``integral s dx``), ``"fluxes"`` (``a * integral g ds``),
+      ``"mismatch"`` (their sum), ``"relative"`` (``|mismatch|`` over
+      ``integral |s| dx + |a| integral |g| ds``) and ``"balanced"`` (relative under 1e-2); these
+      are ``None`` when the residual has another form.
+
+    Example:
+      ```python
+      from hodiff import pinn
+      from hodiff.pinn.flux import neumann_balance
+
+      square = pinn.Rectangle(("x", "y"), (0, 0), (1, 1))
+      heated = pinn.Problem(  # -laplacian(u) = 1 with insulated walls: the heat has nowhere to go
+          square, needs=("u_xx", "u_yy"), residual=lambda d, x, p: d["u_xx"] + d["u_yy"] + 1.0,
+          conditions=[pinn.Neumann(0.0, count=16)],
+      )
+      check = neumann_balance(heated)
+      assert not check["balanced"] and abs(check["sources"] - 1.0) < 1e-9 and check["fluxes"] == 0.0
+      cooled = pinn.Problem(  # ... unless it leaves through the walls: du/dn = -1/4 on each of the 4 sides
+          square, needs=("u_xx", "u_yy"), residual=lambda d, x, p: d["u_xx"] + d["u_yy"] + 1.0,
+          conditions=[pinn.Neumann(-0.25, count=16)],
+      )
+      assert neumann_balance(cooled)["balanced"]
+      ```
+    """
+    import tensorflow as tf
+
+    from hodiff.pinn.conditions import named_columns
+    from hodiff.pinn.names import NeededValues
+
+    found = _pure_neumann(problem)
+    if found is None:
+        return None
+    neumann, periodic = found
+    domain = problem.domain
+    try:
+        covered = sum(domain.boundary_measure(where=c.where, seed=seed) for c in neumann)
+        for condition in periodic:
+            low, high = domain.bounds[condition.coord]
+            faces = lambda x, c=condition.coord, a=low, b=high: np.isclose(x[c], a) | np.isclose(x[c], b)
+            covered += domain.boundary_measure(where=faces, seed=seed)
+        total = domain.boundary_measure(seed=seed)
+    except ValueError:  # a domain without a measurable boundary (a point cloud)
+        return None
+    if abs(covered - total) > BALANCED * total:  # a free part of the boundary, or conditions that overlap
+        return None
+    result: dict[str, Any] = {"conditions": [c.name for c in neumann]}
+    result.update(dict.fromkeys(("coefficient", "sources", "fluxes", "mismatch", "relative", "balanced")))
+    interior = tf.constant(domain.sample_interior(count, "sobol", seed), tf.float64)
+    form = _laplacian_form(problem, named_columns(interior, domain.coords), count)
+    if form is None:
+        return result
+    coefficient, source = form
+    volume = domain.measure(seed=seed)
+    sources, fluxes, scale = volume * float(np.mean(source)), 0.0, volume * float(np.mean(np.abs(source)))
+    for condition in neumann:
+        points, normals = domain.sample_boundary(count, "sobol", seed, where=condition.where)
+        x = tf.constant(points, tf.float64)
+        zeros = tf.zeros([count], tf.float64)
+        d = NeededValues({key: zeros for key in condition.needs_for(domain.coords)}, f"Neumann {condition.name!r}")
+        n = {c: tf.constant(normals[:, i], tf.float64) for i, c in enumerate(domain.coords)}
+        try:
+            g = -_single(condition.evaluate(d, named_columns(x, domain.coords), n, {"points": x}))
+        except Exception:  # noqa: BLE001 - a value function these points do not suit: nothing to say
+            return result
+        g = np.broadcast_to(g, (count,))
+        measure = coefficient * domain.boundary_measure(where=condition.where, seed=seed)
+        fluxes += measure * float(np.mean(g))
+        scale += abs(measure) * float(np.mean(np.abs(g)))
+    mismatch = sources + fluxes
+    relative = abs(mismatch) / scale if scale > 0 else 0.0
+    result.update(
+        coefficient=coefficient,
+        sources=sources,
+        fluxes=fluxes,
+        mismatch=mismatch,
+        relative=relative,
+        balanced=bool(relative < BALANCED),
+    )
+    return result

@@ -561,17 +561,20 @@ class Trainer:
         self._warn_if_trivial(name)
         return result
 
-    def _initial_scales(self, interior: np.ndarray) -> dict[str, tuple[str, float]]:
-        """``{field: (where its initial condition comes from, RMS of the initial values)}``."""
+    def _initial_scales(self, interior: np.ndarray) -> dict[str, tuple[str, float, str | None]]:
+        """``{field: (where its initial condition comes from, RMS of the initial values, its term's name when that
+        term's loss weight is 0, else None)}``."""
         problem = self.problem
-        scales: dict[str, tuple[str, float]] = {}
+        scales: dict[str, tuple[str, float, str | None]] = {}
         for condition in problem.conditions:
             if isinstance(condition, Initial) and condition.field is not None:
                 points = np.asarray(tf.convert_to_tensor(self.points[condition.name]["points"]))
                 values = condition.target(points, problem.domain.coords)
+                unweighted = condition.name if float(self.data.weights[condition.name].numpy()) == 0.0 else None
                 scales[condition.field] = (
                     f"its Initial condition {condition.name!r}",
                     float(np.sqrt(np.mean(values**2))),
+                    unweighted,
                 )
         transform = problem.output_transform
         if transform is not None and getattr(transform, "initial", None) is not None and problem.domain.time:
@@ -581,7 +584,7 @@ class Trainer:
             zeros = tf.zeros((len(start), len(problem.fields)), self.dtype)
             values = np.asarray(transform(dict(named_columns(x, problem.domain.coords)), zeros), dtype=np.float64)
             for i, field in enumerate(problem.fields):
-                scales[field] = ("its hard initial condition", float(np.sqrt(np.mean(values[:, i] ** 2))))
+                scales[field] = ("its hard initial condition", float(np.sqrt(np.mean(values[:, i] ** 2))), None)
         return scales
 
     def _warn_unconnected(self, phase: str, names: list[str]) -> None:
@@ -610,20 +613,31 @@ class Trainer:
         if not scales:
             return
         values = self.predict(interior).astype(np.float64)
-        for field, (source, scale) in scales.items():
+        for field, (source, scale, unweighted) in scales.items():
             size = float(np.sqrt(np.mean(values[:, self.problem.fields.index(field)] ** 2)))
             if scale > 0 and size < TRIVIAL_RATIO * scale:
+                cause = (
+                    "the run has likely settled on the trivial solution u = 0, a common failure of time-dependent "
+                    "PINNs with a soft initial condition. Impose it exactly"
+                )
+                if unweighted is not None:
+                    cause = (
+                        f"the Initial term {unweighted!r} has loss weight 0 (weights={{{unweighted!r}: 0}}), so the "
+                        "initial condition is not imposed at all and nothing keeps the field from the trivial solution "
+                        "u = 0. Give the term a positive weight (leave it out of weights= for the default 1), or "
+                        "impose it exactly"
+                    )
                 logger.warning(
                     "After %s, the field %r is near zero everywhere (RMS %.3g over the interior points) while %s is "
-                    "not (RMS %.3g): the run has likely settled on the trivial solution u = 0, a common failure of "
-                    "time-dependent PINNs with a soft initial condition. Impose it exactly: "
-                    "Problem(..., output_transform=pinn.hard_initial(u0, time=%r)) instead of the Initial term "
-                    "(docs/conditions.md, 'Hard initial conditions'); causal weights (CausalWeights) help too.",
+                    "not (RMS %.3g): %s: Problem(..., output_transform=pinn.hard_initial(u0, time=%r)) instead of the "
+                    "Initial term (docs/conditions.md, 'Hard initial conditions'); causal weights (CausalWeights) help "
+                    "too.",
                     phase,
                     field,
                     size,
                     source,
                     scale,
+                    cause,
                     self.problem.domain.time,
                 )
 

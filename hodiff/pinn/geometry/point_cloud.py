@@ -122,5 +122,12 @@ class PointCloud(Geometry):
     def _pieces(self):
         return []
 
+    def boundary_measure(self, where: Any = None, count: int = 1 << 16, seed: int = 0) -> float:
+        """Refused: a point cloud's boundary is a set of points, with no length or area."""
+        raise ValueError(
+            "PointCloud.boundary_measure: a point cloud has no analytic boundary, so no length or area; integrate "
+            "over a geometry built from shapes (Polygon, CSG) instead."
+        )
+
     def _space_interior(self, count, method, seed):
         return self.sample_interior(count, method, seed)
