@@ -12,7 +12,7 @@ import importlib
 import sys
 import types
 
-from pinn_examples import EXAMPLES, describe
+from pinn_examples import EXAMPLES, describe, format_wall_times, wall_times
 
 HELP_FLAGS = ("-h", "--help")
 DEFERRED = ("tensorflow", "keras")  # what --help does not import: seconds of start-up and log lines
@@ -44,17 +44,22 @@ def main(argv=None) -> int:
         if any(flag in HELP_FLAGS for flag in argv[1:]):
             defer_imports()
         return importlib.import_module(f"pinn_examples.{argv[0]}").main(argv[1:])
-    width = max(map(len, EXAMPLES))  # the longest name sets the column
-    listing = "\n".join(f"  {name:{width}s}  {describe(name)}" for name in EXAMPLES)
+    width = max(map(len, EXAMPLES))  # the longest name sets the column, and the longest times the next
+    times = {name: format_wall_times(wall_times(name)) for name in EXAMPLES}
+    span = max(map(len, times.values()))
+    listing = "\n".join(f"  {name:{width}s}  {times[name]:{span}s}  {describe(name)}" for name in EXAMPLES)
     parser = argparse.ArgumentParser(
         prog="python -m pinn_examples",
         description="hodiff examples; NAME --help shows an example's own flags",
-        epilog=f"examples:\n{listing}",
+        epilog=f"examples (and the typical wall time of their presets on 2 CPU cores, from the docs):\n{listing}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("name", nargs="?", choices=EXAMPLES, metavar="NAME", help="example to run (listed below)")
     parser.parse_args(argv)  # no known name here: --help, an unknown name or a stray flag end in parse_args
-    print(f"Examples (python -m pinn_examples NAME --help for an example's flags):\n{listing}")
+    print(
+        "Examples (python -m pinn_examples NAME --help for an example's flags), with the typical wall time of their "
+        f"presets on 2 CPU cores as recorded in the docs (blank where none is recorded):\n{listing}"
+    )
     return 0
 
 

@@ -389,6 +389,7 @@ EXAMPLE = Example(
     target_metric="mean_relative_l2_error",
     training=training,
     unsupported_flags=DISTRIBUTION_FLAGS,  # trains on one device
+    wall_seconds={"default": 420},  # on 2 CPU cores, as recorded in docs/deeponet.md: about 7 min for the whole command
 )
 
 

@@ -431,6 +431,7 @@ EXAMPLE = Example(
     },
     target={"default": 1e-2},
     unsupported_flags=("--replicas", "--multi-worker"),  # its own run() trains on one device
+    wall_seconds={"default": 447},  # on 2 CPU cores, as recorded in docs/high-dimensional.md: training and evaluation
 )
 
 

@@ -97,6 +97,7 @@ EXAMPLE = Example(
     target={"default": 1e-2},
     extra_metrics=cut_fluxes,
     diagnose=False,
+    wall_seconds={"default": 111},  # on 2 CPU cores, as recorded in docs/examples.md
 )
 
 

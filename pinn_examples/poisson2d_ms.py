@@ -243,6 +243,7 @@ EXAMPLE = Example(
     },
     target={"default": 5e-2},
     extra_metrics=quadrature_check,
+    wall_seconds={"default": 80},  # on 2 CPU cores, as recorded in docs/benchmarks.md, PINNacle problems
 )
 
 

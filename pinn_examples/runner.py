@@ -170,6 +170,11 @@ class Example:
         windows: the hard initial condition of a time-dependent example, which ``--time-windows N``
         trains window after window (:func:`hodiff.pinn.time_marching`); the problem ``build``
         returns has no ``Initial`` condition (its output transform is the one window's).
+      wall_seconds: the typical wall time of a preset's run on 2 CPU cores, ``{preset: seconds}``, as
+        recorded in the docs (docs/examples.md, docs/benchmarks.md, the example's own page), not
+        measured; a preset with none recorded is left out and shows nothing. A literal dict in the
+        ``Example(...)`` call: ``python -m pinn_examples`` reads it from the source without importing
+        the module (:func:`pinn_examples.wall_times`), and the ``--preset`` help shows it.
     """
 
     name: str
@@ -185,6 +190,21 @@ class Example:
     training: Callable[[argparse.Namespace, Any], int] | None = None
     diagnose: bool = True
     windows: Callable[[Any], Any] | None = None
+    wall_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        unknown = [preset for preset in self.wall_seconds if preset not in self.presets]
+        if unknown:
+            raise ValueError(
+                f"Example {self.name!r}: wall_seconds names {unknown}, which are not presets {sorted(self.presets)}; "
+                "give the recorded wall time of existing presets only."
+            )
+        for preset, seconds in self.wall_seconds.items():
+            if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not 0 < seconds < math.inf:
+                raise ValueError(
+                    f"Example {self.name!r}: wall_seconds[{preset!r}] = {seconds!r}; give the recorded wall time in "
+                    "seconds, a finite number > 0 (leave a preset with none recorded out)."
+                )
 
 
 # the shared flags an example may refuse (Example.unsupported_flags)
@@ -338,16 +358,18 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
     An example whose presets are a subclass of :class:`Settings` gets one flag per field of that class too.
     """
     settings_type = type(example.presets["default"])
-    from pinn_examples import EXAMPLES, describe
+    from pinn_examples import EXAMPLES, describe, format_wall_times
 
     description = example.description or (describe(example.name) if example.name in EXAMPLES else None)
     parser = argparse.ArgumentParser(prog=f"python -m pinn_examples {example.name}", description=description)
+    times = format_wall_times(example.wall_seconds)
     parser.add_argument(
         "--preset",
         choices=sorted(example.presets),
         default="default",
         help="a named group of settings that the flags below override (default: %(default)s); each flag's help "
-        "gives its value in every preset",
+        "gives its value in every preset"
+        + (f"; typical wall time on 2 CPU cores, as recorded in the docs: {times}" if times else ""),
     )
     for field in dataclasses.fields(settings_type):
         flag, meta = "--" + field.name.replace("_", "-"), field.metadata
