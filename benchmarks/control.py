@@ -98,7 +98,9 @@ def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
             "keras_apply_gradients": lambda: plain(x, y),
             "keras_apply_gradients_concrete": lambda: concrete(x, y),
             "keras_apply_gradients_with_stats": lambda: with_stats(x, y)[0],
-            "hodiff_train_step": lambda: step(x, y)["loss"],
+            # the statistics read every call, as the Keras step computes them every call (a step whose statistics are
+            # not read computes none: hodiff.training.monitor.GradientStats)
+            "hodiff_train_step": lambda: step(x, y)["gradient_stats"]["global_norm"],
         },
         repeats=repeats,
         calls=20,
@@ -121,8 +123,9 @@ def bench_overhead(width: int, depth: int, batch: int, repeats: int) -> dict:
 
 def bench_breakdown(repeats: int) -> dict:
     """Where the 64 x 2 step's time goes: TrainStep with and without its transforms and its
-    statistics, each called as usual (its concrete function) and the full and bare ones also
-    through ``tf.function``'s dispatch, beside the Keras step."""
+    statistics (read after every call, which computes them), each called as usual (its concrete
+    function) and the full and bare ones also through ``tf.function``'s dispatch (the compiled step
+    alone: the statistics are not computed there), beside the Keras step."""
     x, y = data(64, 32)
     plain = plain_keras_step(mlp(32, 64, 2), keras.optimizers.Adam(1e-4))
     steps = {
@@ -133,8 +136,11 @@ def bench_breakdown(repeats: int) -> dict:
     }
     candidates = {"keras_apply_gradients": lambda: plain(x, y)}
     for name, step in steps.items():
-        candidates[name] = lambda step=step: step(x, y)["loss"]
-        if name in ("full", "bare"):
+        if step.monitor:  # the statistics read every call: computed when read
+            candidates[name] = lambda step=step: step(x, y)["gradient_stats"]["global_norm"]
+        else:
+            candidates[name] = lambda step=step: step(x, y)["loss"]
+        if name in ("full", "bare"):  # the compiled step alone: with the monitor, it returns the raw gradients
             candidates[f"{name}_through_dispatch"] = lambda step=step: step._compiled(x, y)["loss"]
     times = interleaved_median_seconds(candidates, repeats=repeats, calls=20)
     counts = {"keras_apply_gradients": kernels(plain, x, y)}

@@ -12,6 +12,8 @@ query points, one inner step with alpha = 0.01, Adam meta-optimizer. Routes:
 - **plain tf.function**: that code inside one ``tf.function`` (no XLA);
 - **JAX** (when installed, with optax): ``jax.jit`` of the meta-step with ``vmap`` over tasks,
   one call per meta-step like hodiff's, on a batch already on the device;
+- **monitor on against off** (``--part monitor``, :mod:`benchmarks.meta_monitor`): what the default
+  gradient monitoring costs a meta-step, with and without reading the statistics (target <= 5%);
 - **several iterations per call**: hodiff's ``MetaLearner(steps_per_call=k)`` against JAX's
   ``jax.jit`` of a ``lax.scan`` over the same ``k`` iterations (``--steps-per-call``, default
   100), each iteration on its own task batch stacked along a leading axis; time per iteration.
@@ -141,9 +143,10 @@ def main(argv=None) -> int:
         parser.add_argument("--steps-per-call", type=int, default=100, help="meta-iterations per compiled call")
         parser.add_argument(
             "--part",
-            choices=("all", "sinusoid", "cnn", "profile"),
+            choices=("all", "sinusoid", "cnn", "profile", "monitor"),
             default="all",
-            help="which benchmarks (profile: where one sinusoid call's time goes; not part of all)",
+            help="which benchmarks (profile: where one sinusoid call's time goes; monitor: the default gradient "
+            "monitoring against monitor=False, issue 46's <= 5%% target; neither is part of all)",
         )
         parser.add_argument("--cnn-tasks", type=int, default=None, help="CNN meta-batch (default 32; --quick 2)")
         parser.add_argument("--cnn-filters", type=int, default=None, help="CNN filters (default 64; --quick 8)")
@@ -221,6 +224,13 @@ def run(args) -> int:
         output = PROFILE if args.output == RESULTS else args.output  # the suite's results stay apart
         report(results, "\n".join(lines), output)
         return 0
+    if args.part == "monitor":
+        from benchmarks.meta_monitor import RESULTS as MONITOR
+        from benchmarks.meta_monitor import run_monitor
+
+        results["monitor"], lines = run_monitor(args.repeats, calls=2 if args.quick else 20)
+        report(results, "\n".join(lines), MONITOR if args.output == RESULTS else args.output)
+        return 0
     if args.part in ("all", "sinusoid"):
         sinusoid, lines = run_sinusoid(args)
         results.update(sinusoid)
@@ -288,6 +298,7 @@ def run_sinusoid(args) -> tuple[dict, list[str]]:
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "iterations_per_second": {name: 1.0 / s for name, s in seconds.items()},
         "hodiff_speedup": {name: s / hodiff_seconds for name, s in seconds.items()},
+        "monitor_cost": hodiff_seconds / seconds[HODIFF_QUIET] - 1.0,  # the default monitor over monitor=False
     }
     if JAX in seconds:
         results["vectorised_over_jax"] = seconds[JAX] / hodiff_seconds
@@ -299,6 +310,8 @@ def run_sinusoid(args) -> tuple[dict, list[str]]:
         f"| {name} | {results['iterations_per_second'][name]:.1f} | {results['hodiff_speedup'][name]:.2f}x |"
         for name in seconds
     ]
+    cost = results["monitor_cost"]
+    lines += ["", f"The default gradient monitoring costs {cost:+.1%} of a meta-step (target <= 5%)."]
     if JAX in seconds:
         lines += [
             "",

@@ -151,3 +151,17 @@ def test_pinnacle_deepxde_trains_and_scores_a_problem(tmp_path, name, fields):
     result = json.loads(output.read_text())
     assert result["iterations"] == 3 and set(result) >= {f"relative_l2_error_{field}" for field in fields}
     assert 0.0 < result["relative_l2_error"] < 10.0
+
+
+def test_meta_monitor_part_writes_the_cost_of_the_default_monitor(tmp_path):
+    """``python -m benchmarks meta --part monitor`` (issue 46 item 7): the default monitor against monitor=False and
+    against reading the statistics every call, for both learners; the values are not asserted (no timings)."""
+    from benchmarks import meta
+
+    output = tmp_path / "monitor.json"
+    assert meta.main(["--part", "monitor", "--quick", "--output", str(output)]) == 0
+    results = json.loads(output.read_text())["monitor"]
+    assert results["target_monitor_cost"] == 0.05 and len(results["seconds_per_call"]) == 6
+    for kind in ("vectorised (XLA)", "task loop (XLA)"):
+        assert set(results[kind]) == {"monitor_cost", "read_cost", "target_met"}
+        assert all(f"{kind}, {route}" in results["seconds_per_call"] for route in ("monitor=False",))

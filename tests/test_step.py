@@ -14,6 +14,7 @@ from helpers.step_problem import train
 
 from hodiff.checks import assert_close
 from hodiff.training import transforms
+from hodiff.training.monitor import GradientStats, gradient_stats
 from hodiff.training.step import TrainStep
 
 HELPER = os.path.join(os.path.dirname(__file__), "helpers", "distributed.py")
@@ -405,7 +406,7 @@ def test_eager_calls_skip_the_concrete_functions_binding_except_under_a_tape(mon
     monkeypatch.setattr(concrete_type, "__call__", lambda self, *a, **k: bound.append(1) or original(self, *a, **k))
     for values in ([1.0, 2.0], [0.5, -1.0], [2.0, 2.0]):
         x = tf.constant(values)
-        fast, reference = steps[0](x), steps[1]._compiled(x)
+        fast, reference = steps[0]._call_local((x,)), steps[1]._compiled(x)  # what __call__ gets from each path
         tf.nest.assert_same_structure(fast, reference)
         for index, (a, b) in enumerate(zip(tf.nest.flatten(fast), tf.nest.flatten(reference))):
             assert a.dtype == b.dtype and a.shape == b.shape, index
@@ -421,3 +422,51 @@ def test_eager_calls_skip_the_concrete_functions_binding_except_under_a_tape(mon
         loss = graph(x)["loss"]
     assert bound, "under a tape the call goes through ConcreteFunction.__call__, which records it"
     assert float(loss) < expected and graph._compiled.experimental_get_tracing_count() == 1
+
+
+def op_types(step, *batch):
+    """The op types of the step's traced graph and the functions it calls (the XLA cluster's body included)."""
+    graph = step._compiled.get_concrete_function(*batch).graph
+    types = {op.type for op in graph.get_operations()}
+    for function in graph.as_graph_def().library.function:
+        types |= {node.op for node in function.node_def}
+    return types
+
+
+@pytest.mark.parametrize("steps_per_call", [1, 3])
+def test_the_monitor_costs_no_kernel_of_the_step_and_its_statistics_are_computed_when_read(steps_per_call):
+    """The default monitor (issue 46 item 7): the compiled step only returns its gradients, so a call whose
+    statistics are not read runs what monitor=False runs; reading them gives gradient_stats of the step's own
+    gradients (checked against a tape's), in eager mode, inside a tf.function, through tf.nest."""
+    x = tf.constant(np.random.default_rng(0).normal(size=(8, 2)))
+    y = tf.constant(np.random.default_rng(1).normal(size=(8, 1)))
+    steps = []
+    for monitor in (True, False):
+        model = mlp()
+        loss = lambda x, y, model=model: tf.reduce_mean((model(x) - y) ** 2)
+        steps.append(
+            (
+                model,
+                loss,
+                TrainStep(loss, model, keras.optimizers.SGD(0.0), monitor=monitor, steps_per_call=steps_per_call),
+            )
+        )
+    (model, loss, monitored), (_, _, quiet) = steps
+    extra = op_types(monitored, x, y) - op_types(quiet, x, y)
+    assert not extra & {"Abs", "IsNan", "IsInf", "IsFinite", "Max", "If", "StatelessIf", "Sqrt"}, extra
+    with tf.GradientTape() as tape:
+        expected = gradient_stats(tape.gradient(loss(x, y), model.trainable_variables))
+    out = monitored(x, y)  # SGD(0): the weights do not move, so every step of the call has these gradients
+    stats = out["gradient_stats"]
+    assert isinstance(stats, GradientStats) and not stats.computed
+    assert sorted(stats) == sorted(expected) and not stats.computed  # the keys, without computing
+    for key in ("global_norm", "norms", "mean_abs", "max_abs"):
+        assert_close(stats[key], expected[key], rtol=1e-12, what=key)
+    assert stats.computed and int(stats["nan_count"]) == 0 and stats["missing"].numpy().tolist() == [False] * 4
+    assert "gradient_stats" not in quiet(x, y)
+    inside = tf.function(lambda x, y: monitored(x, y)["gradient_stats"]["global_norm"])(x, y)
+    assert_close(inside, expected["global_norm"], rtol=1e-12)
+    copied = tf.nest.map_structure(lambda t: t, monitored(x, y))  # rebuilt by tf.nest: computed, same values
+    assert_close(copied["gradient_stats"]["global_norm"], expected["global_norm"], rtol=1e-12)
+    returned = tf.function(lambda x, y: monitored(x, y))(x, y)  # returned from a tf.function: computed in it
+    assert_close(returned["gradient_stats"]["norms"], expected["norms"], rtol=1e-12)

@@ -137,6 +137,19 @@ def test_dropout_is_separate_from_batch_statistics_and_warned_about():
     np.testing.assert_allclose(plain(plain.parameters(), x).numpy(), x.numpy(), atol=1e-6)  # inactive
 
 
+def test_the_dropout_warning_says_the_learner_falls_back_to_its_task_loop():
+    """A Dense stack with a Dropout layer is adapted task by task, not vectorised: the warning says so, and how to
+    get the vectorised path back (issue 46 item 7)."""
+    with pytest.warns(UserWarning, match=r"dropout=True.*falls back to its per-task loop.*slower than the vectorised"):
+        learner = MetaLearner(
+            dense_then(keras.layers.Dropout(0.5), keras.layers.Dense(1)), loss_fn=keras.losses.MeanSquaredError()
+        )
+    assert not learner.vectorized
+    assert MetaLearner(
+        dense_then(keras.layers.Dense(1)), loss_fn=keras.losses.MeanSquaredError()
+    ).vectorized  # without it
+
+
 HEAT_DOMAIN = pinn.Interval("x", 0.0, 1.0) * pinn.TimeDomain("t", 0.0, 1.0)
 SINE = lambda x: tf.sin(np.pi * x["x"])
 

@@ -121,8 +121,10 @@ class MetaLearner(tf.Module):
         :meth:`meta_step` has a leading axis of that length, and iteration ``i`` trains on slice
         ``i``: ``(steps_per_call, tasks, examples, ...)``.
       monitor: also return statistics of the meta-gradient (norms, NaN/Inf counts) under
-        ``gradient_stats``, as :class:`hodiff.TrainStep` does. ``False`` leaves their kernels and
-        outputs out of the compiled step (faster for small models, see docs/meta.md).
+        ``gradient_stats``, as :class:`hodiff.TrainStep` does: a
+        :class:`~hodiff.training.monitor.GradientStats` over the step's raw meta-gradients,
+        computed when first read, so a call whose statistics are not read costs what ``False``
+        costs but for the gradients as outputs. ``False`` leaves them out (see docs/meta.md).
 
     Call :meth:`meta_step` with a task batch ``(support_x, support_y, query_x, query_y)``, each
     with a leading task axis; it returns the mean query loss after adaptation and the mean support

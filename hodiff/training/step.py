@@ -29,12 +29,13 @@ import keras
 import tensorflow as tf
 
 from hodiff import _validate
-from hodiff.training.monitor import gradient_stats, write_summaries
+from hodiff.training.monitor import GradientStats, gradient_stats, write_summaries
 from hodiff.training.transforms import Deferred, GradientTransform, all_finite, identity
 
 __all__ = ["TrainStep", "full_precision", "unscale", "xla_reaches"]
 
 _HALF = (tf.float16, tf.bfloat16)
+_MONITORED = "monitored_gradients"  # the compiled step's output of the raw gradients, which GradientStats wraps
 
 
 def full_precision(x: Any) -> tf.Tensor:
@@ -74,7 +75,10 @@ class TrainStep(tf.Module):
         another CPU device (tensorflow's XLA known issues), so there the replicas run uncompiled.
       strategy: a ``tf.distribute`` strategy; the batch passed to a call is the global batch and
         is split evenly over the replicas along its first (batch) axis.
-      monitor: compute :func:`hodiff.training.monitor.gradient_stats` of the raw (reduced) gradients.
+      monitor: return :func:`hodiff.training.monitor.gradient_stats` of the raw (reduced) gradients, as a
+        :class:`~hodiff.training.monitor.GradientStats`: the compiled step only returns the gradients, and the
+        statistics are computed (one small compiled call) when first read, so a call whose statistics are not
+        read costs about what ``monitor=False`` costs.
       summary_writer: write the statistics to TensorBoard after each call.
       gradients_fn: instead of differentiating ``loss_fn`` with one tape, compute
         ``(loss, gradients, extras)`` with this ``gradients_fn(*batch)`` (e.g. meta-gradients
@@ -154,6 +158,9 @@ class TrainStep(tf.Module):
         self.strategy: Any = strategy  # None or a strategy; only the replicated path uses it
         self.monitor = monitor
         self.summary_writer = summary_writer
+        self.jit_compile = jit_compile
+        self._missing: list[bool] = []  # which variables had no gradient when the step was traced (monitor)
+        self._compiled_statistics: Callable[..., dict] | None = None
         with strategy.scope() if strategy else contextlib.nullcontext():
             optimizer.build(self.variables_)
             self.transform.build(self.variables_)
@@ -235,10 +242,10 @@ class TrainStep(tf.Module):
         grads, scale_info = self._unscale(grads)
         finite = None  # whether every gradient is finite, where that is known without another pass
         stats = {}
-        if self.monitor:
-            stats = {"gradient_stats": gradient_stats(grads)}
-            finite = tf.equal(stats["gradient_stats"]["nan_count"] + stats["gradient_stats"]["inf_count"], 0)
-        if self.loss_scaling and finite is None:
+        if self.monitor:  # the raw gradients out, their statistics computed when read (GradientStats)
+            self._missing = [g is None for g in grads]
+            stats = {_MONITORED: [g for g in grads if g is not None]}
+        if self.loss_scaling:
             finite = all_finite(grads)
         # Transforms ignore calls with apply=False: an overflow of the scaled gradient and an
         # empty batch are neither counted as skips nor accumulated.
@@ -328,10 +335,31 @@ class TrainStep(tf.Module):
             outputs = self._call_local(batch)
         else:
             outputs = self._compiled(self._distribute(batch), self._has_examples(batch))
+        if self.monitor:
+            outputs = dict(outputs)
+            outputs["gradient_stats"] = GradientStats(
+                gradients=outputs.pop(_MONITORED), missing=self._missing, compute=self._statistics
+            )
         if self.summary_writer is not None and self.monitor:
             step = int(self.optimizer.iterations.numpy())  # int() of a distributed variable fails
             write_summaries(outputs["gradient_stats"], step, self.summary_writer, self.variables_)
         return outputs
+
+    def _statistics(self, grads: list) -> dict[str, tf.Tensor]:
+        """:func:`gradient_stats` of a call's gradients: one compiled call for eager tensors (traced once per shape),
+        the ops themselves in a graph (a step called inside the user's ``tf.function``)."""
+        present = [g for g in grads if g is not None]
+        if not tf.executing_eagerly():
+            return gradient_stats(grads)
+        if self._compiled_statistics is None:
+            missing = [g is None for g in grads]
+
+            def statistics(*present: tf.Tensor) -> dict[str, tf.Tensor]:
+                values = iter(present)
+                return gradient_stats([None if m else next(values) for m in missing])
+
+            self._compiled_statistics = tf.function(statistics, jit_compile=self.jit_compile, autograph=False)
+        return self._compiled_statistics(*present)
 
     def _call_local(self, batch: tuple) -> dict[str, tf.Tensor]:
         """The compiled step on a batch. Called eagerly with tensors, the concrete function for

@@ -142,7 +142,8 @@ class GradientTransform(tf.Module):
 
         Run ``deferred.then(deferred.grads)`` only where ``deferred.apply`` is true (e.g. inside
         ``tf.cond``) to skip that work on micro-batches that do not update. Pass ``finite``
-        (whether every gradient is finite) when it is known already, e.g. from the NaN and Inf
+        (whether every gradient is finite) when it is known already, e.g. from the loss-scaled
+        step's own check (:class:`~hodiff.TrainStep` with a ``LossScaleOptimizer``) or the NaN and Inf
         counts of :func:`hodiff.training.monitor.gradient_stats`: :func:`skip_nonfinite` then makes no
         second pass over the gradients.
         """
