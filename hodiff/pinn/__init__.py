@@ -33,6 +33,7 @@ from hodiff.pinn.conditions import (
     Data,
     Dirichlet,
     Initial,
+    Interface,
     Neumann,
     Periodic,
     Refinement,
@@ -68,6 +69,7 @@ from hodiff.pinn.restarts import Chebyshev, Cosine, Fourier, SeriesRestart, Sine
 from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.stream import StreamFunction
 from hodiff.pinn.study import Phases, Reference, Solution, solve
+from hodiff.pinn.tabulated import LevelSetFeature, Tabulated
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
 from hodiff.pinn.windows import Marching, TimeWindows, WindowRun, WindowState, restore_marching, time_marching
 
@@ -97,7 +99,9 @@ __all__ = [
     "Hypercube",
     "Hypersphere",
     "Initial",
+    "Interface",
     "Interval",
+    "LevelSetFeature",
     "Marching",
     "Neumann",
     "Parameter",
@@ -123,6 +127,7 @@ __all__ = [
     "StallDiagnostic",
     "Stochastic",
     "StreamFunction",
+    "Tabulated",
     "TimeDomain",
     "TimeWindows",
     "Trainer",

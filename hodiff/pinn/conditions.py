@@ -667,6 +667,70 @@ class Periodic(Condition):
         return tf.concat([v[:count] - v[count:] for v in values], axis=0)
 
 
+class Interface(Condition):
+    """A condition across an interface inside the domain: ``residual(plus, minus, x, n) = 0`` at its points.
+
+    ``plus`` holds the ``needs`` just on the side the normals point to (at ``points + offset * normals``),
+    ``minus`` just on the other side: one-sided values of a network whose derivatives jump at the interface
+    (e.g. :func:`~hodiff.pinn.mlp` with ``level_set=``). Continuity of the flux ``a grad u . n`` across a jump
+    of ``a`` from ``a_minus`` to ``a_plus`` is
+    ``lambda p, m, x, n: a_plus * (p["u_x"] * n["x"] + p["u_y"] * n["y"]) - a_minus * (...)``.
+
+    Args:
+      residual: ``residual(plus, minus, x, n) -> (N,)``; ``x`` the interface points' columns, ``n`` the normals'.
+      needs: the field values and partials used on each side, e.g. ``("u_x", "u_y")``.
+      points: ``(N, d)`` points on the interface (e.g. :meth:`hodiff.pinn.Tabulated.zero_set`, with time columns
+        added); normals: ``(N, d)`` unit normals there (zero in time columns).
+      offset: how far off the interface each side is evaluated: small against the scales of the solution.
+      name: the loss term's name.
+
+    Example:
+      ```python
+      import numpy as np
+      import tensorflow as tf
+      from hodiff.pinn import Interface, Interval, Problem
+
+      # u_x may jump at x = 0.5 (a from 1 to 3): the flux must not, a u_x continuous
+      flux = Interface(lambda p, m, x, n: 3.0 * p["u_x"] - 1.0 * m["u_x"], ("u_x",), points=[[0.5]], normals=[[1.0]])
+      problem = Problem(Interval("x", 0, 1), needs=("u_xx",), residual=lambda d, x, p: d["u_xx"], conditions=[flux])
+      kink = lambda x: tf.where(x < 0.5, 3.0 * x, x + 1.0)  # u_x = 3 then 1: a u_x = 3 on both sides
+      residual = flux.residual(kink, 0, {"points": tf.constant([[0.5]]), "normals": tf.constant([[1.0]])}, ("x",),
+                               fields=("u",))
+      assert abs(float(residual[0])) < 1e-6
+      ```
+    """
+
+    def __init__(
+        self,
+        residual: Callable[[dict, dict, Mapping, dict], Any],
+        needs: Sequence[Any],
+        points: Any,
+        normals: Any,
+        offset: float = 1e-4,
+        name: str = "interface",
+    ):
+        if not (isinstance(offset, (int, float)) and np.isfinite(offset) and offset > 0):
+            raise ValueError(f"Interface {name!r}: offset={offset!r} must be a small positive distance, e.g. 1e-4.")
+        super().__init__(residual, needs, points=points, normals=normals, name=name)  # type: ignore[arg-type]
+        if self.normals is None:
+            raise ValueError(f"Interface {name!r}: give the unit normals at the points (normals=), pointing to 'plus'.")
+        self.offset = float(offset)
+
+    def residual(self, solution, field_index, arrays, coords, fields=None, partials=None):
+        columns = {f: i for i, f in enumerate(fields)} if fields is not None else {"u": field_index}
+        caller = f"Interface {self.name!r}"
+        parsed = parse_needs(self.needs_for(tuple(coords)), tuple(columns), coords, caller)
+        x = arrays["points"]
+        normals = tf.cast(arrays["normals"], x.dtype)
+        sides = [
+            NeededValues(_partials(partials, solution, x + shift, coords, columns, parsed), caller)
+            for shift in (self.offset * normals, -self.offset * normals)
+        ]
+        n = {c: normals[:, i] for i, c in enumerate(coords)}
+        value = self.function(sides[0], sides[1], named_columns(x, tuple(coords)), n)
+        return _per_point(value, x[:, 0], caller, "residual")
+
+
 class Data(Condition):
     """Observations: ``u(points) = values`` (for inverse problems and data assimilation).
 

@@ -15,6 +15,7 @@ import keras
 import numpy as np
 
 from hodiff.pinn.geometry import Box
+from hodiff.pinn.tabulated import LevelSetFeature, Tabulated
 
 __all__ = [
     "ARCHITECTURES",
@@ -216,6 +217,7 @@ def mlp(
     periodic: dict[str, float] | None = None,
     architecture: str = "mlp",
     factorization: tuple[float, float] | None = None,
+    level_set: Tabulated | None = None,
 ) -> keras.Model:
     """A fully connected network whose inputs are first scaled from the domain to [-1, 1].
 
@@ -245,6 +247,10 @@ def mlp(
         (:class:`FactorizedDense`, ``W = V diag(exp(s))``, ``s ~ N(mean, std)``; Wang et al. 2023
         recommend ``(1.0, 0.1)``); the network starts as the same function as without it.
         ``None`` (default): plain dense layers.
+      level_set: a :class:`~hodiff.pinn.Tabulated` ``g`` of some coordinates: the network also sees ``|g|``
+        (:class:`~hodiff.pinn.tabulated.LevelSetFeature`), so its derivatives may jump across ``g = 0`` while its
+        values stay continuous (a coefficient that jumps there; Tseng et al. 2023). Its derivatives come from
+        tapes (not ``partials_method="forward"``).
 
     Returns:
       A built Keras model (``keras.Sequential`` for the plain single-scale MLP, a functional
@@ -298,7 +304,11 @@ def mlp(
     seeds = random.Random(seed)
     initializer = lambda: keras.initializers.GlorotNormal(seed=seeds.randint(1, int(1e9)))
     low, high = domain.low, domain.high
-    front = [keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=outer)]
+    front = []
+    if level_set is not None:
+        front.append(LevelSetFeature.of(level_set, domain.coords, dtype=outer))
+        low, high = np.append(low, 0.0), np.append(high, np.abs(level_set.values).max())
+    front.append(keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=outer))
     if periodic:
         # the scaled coordinate spans 2 over the domain's length: rescale the period alike
         scaled = {
@@ -322,9 +332,9 @@ def mlp(
             front.append(FourierFeatures(fourier_features, scales[0], seed, dtype=outer))
         hidden = [dense(width, activation) for _ in range(depth)]
         last = dense(outputs, layer_dtype=outer)
-        return keras.Sequential([keras.Input((len(low),), dtype=outer), *front, *hidden, last])
+        return keras.Sequential([keras.Input((len(domain.coords),), dtype=outer), *front, *hidden, last])
 
-    inputs = keras.Input((len(low),), dtype=outer)
+    inputs = keras.Input((len(domain.coords),), dtype=outer)
     x = inputs
     for layer in front:
         x = layer(x)
