@@ -184,7 +184,7 @@ def main(argv=None) -> int:
             setattr(args, name, value)
     if not 0.0 < args.held_out < 1.0:
         parser.error(f"--held-out must be a share in (0, 1), got {args.held_out}")
-    from hodiff.pinn.runlog import RunInUseError, lock_run
+    from hodiff.pinn.runlog import DiskFullError, RunInUseError, lock_run
 
     if (args.resume or args.evaluate) and not os.path.isfile(os.path.join(args.output, "run.json")):
         raise SystemExit(f"--{'resume' if args.resume else 'evaluate'}: no run in {args.output} (no run.json).")
@@ -192,6 +192,8 @@ def main(argv=None) -> int:
         lock = lock_run(args.output, "--output", {"example": "maml_omniglot"})
     except RunInUseError as error:
         raise SystemExit(str(error)) from None
+    except DiskFullError as error:  # a full disk when the lock is written: nothing of the run is
+        raise SystemExit(f"maml_omniglot: {error.strerror}.") from None
     except OSError as error:
         raise SystemExit(f"--output {args.output}: cannot write there ({error}); choose another --output.") from None
     try:
@@ -233,13 +235,21 @@ def train_and_evaluate(args: argparse.Namespace) -> int:
     checkpoint = tf.train.Checkpoint(
         model=learner.functional.model, optimizer=learner.step.optimizer, iteration=iteration
     )
-    manager = tf.train.CheckpointManager(checkpoint, os.path.join(args.output, "checkpoints"), max_to_keep=2)
+    from hodiff.pinn.runlog import move_aside, restore_newest
+
+    checkpoints = os.path.join(args.output, "checkpoints")
+    move_aside(os.path.join(checkpoints, "checkpoint"))  # a directory where the index goes: kept, out of the way
+    manager = tf.train.CheckpointManager(checkpoint, checkpoints, max_to_keep=2)
     if args.resume or args.evaluate:
         learner.step.optimizer.build(learner.functional.variables)  # its slots exist before they are restored
-        if manager.latest_checkpoint is None:
-            raise SystemExit(f"no checkpoint in {args.output}/checkpoints to continue or evaluate.")
-        checkpoint.restore(manager.latest_checkpoint).expect_partial()
-        log(f"maml_omniglot: restored iteration {int(iteration.numpy())} from {manager.latest_checkpoint}")
+        try:  # by the checkpoint files, newest readable first: a lost or damaged index loses nothing
+            restored = restore_newest(checkpoint, args.output)
+        except FileNotFoundError as error:
+            raise SystemExit(
+                f"--{'resume' if args.resume else 'evaluate'}: {error}; nothing to continue or evaluate. Remove "
+                f"{args.output} (or choose another --output) and train again."
+            ) from None
+        log(f"maml_omniglot: restored iteration {int(iteration.numpy())} from {restored}")
     else:
         os.makedirs(args.output, exist_ok=True)
         with open(run_file, "w") as file:

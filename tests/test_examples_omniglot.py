@@ -110,3 +110,26 @@ def test_a_run_written_by_another_live_process_is_refused(tmp_path):
         holder.communicate("")  # the holder exits and its lock goes with it
     with pytest.raises(SystemExit, match="other settings"):  # past the lock: the run itself is checked
         main(["--preset", "fast", "--output", str(output), "--resume"])
+
+
+def test_a_lost_or_damaged_checkpoint_index_loses_nothing(tmp_path, capsys):
+    """Issue 46 item 10: the checkpoint index replaced by a directory made --evaluate and --resume say 'no
+    checkpoint' (and a save fail) though the checkpoints were there: they are found by their files, the directory is
+    moved aside (kept), and a damaged newest checkpoint falls back to the one before."""
+    run = tmp_path / "run"
+    fast = ["--preset", "fast", "--checkpoint-every", "1", "--output", str(run)]
+    assert main([*fast, "--iterations", "2", "--eval-tasks", "0"]) == 0
+    index = run / "checkpoints" / "checkpoint"
+    index.unlink()
+    (index / "inside").mkdir(parents=True)
+    assert main([*fast, "--iterations", "4", "--resume", "--eval-tasks", "0"]) == 0
+    assert "restored iteration 2" in capsys.readouterr().out
+    (aside,) = list((run / "checkpoints").glob("checkpoint.moved-aside-*"))
+    assert (aside / "inside").is_dir() and index.is_file(), "kept aside; the index written anew"
+    (run / "checkpoints" / "ckpt-4.index").write_bytes(b"\x00garbage")
+    assert main(["--preset", "fast", "--output", str(run), "--evaluate"]) == 0
+    assert json.loads((run / "metrics.json").read_text())["iteration"] == 3  # ckpt-3, the one before
+    for name in list((run / "checkpoints").glob("ckpt-*.index")):
+        name.write_bytes(b"\x00garbage")
+    with pytest.raises(SystemExit, match=r"--evaluate: .* has no readable checkpoint: ckpt-4: .*ckpt-3: .*train again"):
+        main(["--preset", "fast", "--output", str(run), "--evaluate"])

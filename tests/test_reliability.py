@@ -427,6 +427,30 @@ def test_a_full_disk_names_the_file_and_the_space_the_run_needs(tmp_path, monkey
         run_example(heat.EXAMPLE, [*FAST, "--output", str(tmp_path / "heat")])
 
 
+def test_a_full_disk_when_the_run_lock_is_written_ends_in_a_message_not_a_traceback(tmp_path, monkeypatch):
+    """Issue 46 item 10: a disk already full when the example writes its run lock (simulated: ENOSPC from the lock
+    file's write) stopped the PINN runner and maml_omniglot with a raw OSError traceback."""
+    from hodiff.pinn import runlog
+    from pinn_examples import maml_omniglot
+
+    real = os.write
+
+    def write(fd, data):
+        if b'"pid"' in bytes(data):  # the lock file's content
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(runlog.os, "write", write)
+    with pytest.raises(
+        SystemExit,
+        match=r"^heat: no space left on the device while writing .*heat/\.lock .*then start the run again\.$",
+    ):
+        run_example(heat.EXAMPLE, [*FAST, "--output", str(tmp_path / "heat")])
+    assert not os.path.exists(tmp_path / "heat" / "checkpoints")
+    with pytest.raises(SystemExit, match=r"^maml_omniglot: no space left on the device while writing .*\.lock"):
+        maml_omniglot.main(["--preset", "fast", "--output", str(tmp_path / "omniglot")])
+
+
 # ----------------------------------------------------------------------------- 6: a crash-safe backup for fit
 KERAS_PROBLEM = pinn.Problem(
     LINE,
@@ -530,3 +554,23 @@ def test_backup_callback_keeps_a_finished_backup_on_request(tmp_path):
     assert fit(again, pinn.BackupCallback(backup, delete_on_end=False)).history == {}, "all 4 epochs were done"
     for a, b in zip(model.get_weights(), again.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def test_backup_callback_resumes_past_a_directory_in_place_of_its_checkpoint_files(tmp_path, caplog):
+    """Issue 46 item 10 through fit: the backup's checkpoint index and its newest checkpoint's index replaced by
+    directories; the next fit moves them aside (kept), resumes from the epoch before and finishes."""
+    backup = tmp_path / "backup"
+    model = keras_model()
+    fit(model, pinn.BackupCallback(str(backup), delete_on_end=False))
+    for name in ("checkpoint", "ckpt-4.index"):
+        path = backup / "checkpoints" / name
+        path.unlink()
+        path.mkdir()
+    again = keras_model(seed=3)
+    with caplog.at_level(logging.WARNING):
+        history = fit(again, pinn.BackupCallback(str(backup), delete_on_end=False))
+    assert len(history.history["loss"]) == 1, "epoch 4 again, from the backup of epoch 3"
+    assert "checkpoint is a directory" in caplog.text and "ckpt-4.index is a directory" in caplog.text
+    moved = sorted(p.name.split(".moved-aside-")[0] for p in (backup / "checkpoints").glob("*.moved-aside-*"))
+    assert moved == ["checkpoint", "ckpt-4.index"]
+    assert read_checkpoint_state(str(backup / "checkpoints" / "ckpt-4"))["epoch"] == 4

@@ -204,3 +204,74 @@ def test_a_run_inside_a_held_run_inherits_its_provenance(tmp_path):
     finally:
         for lock in (outer, window, beside):
             lock.release()
+
+
+@pytest.mark.parametrize("where", ["index", "latest checkpoint's index", "latest checkpoint's data"])
+def test_a_directory_in_place_of_a_checkpoint_file_is_moved_aside_and_the_run_goes_on(tmp_path, caplog, where):
+    """The checkpoint index (``checkpoints/checkpoint``) or a checkpoint's own file replaced by a directory ended in
+    IsADirectoryError / FailedPreconditionError tracebacks on resume and at the next save of that number (issue 46
+    item 10): it is moved aside (its contents kept, named in a warning), the run resumes from the newest readable
+    checkpoint, and saving that number again works."""
+    saved_run(tmp_path)
+    name = {"index": "checkpoint", "latest checkpoint's index": "ckpt-30.index"}.get(
+        where, "ckpt-30.data-00000-of-00001"
+    )
+    path = tmp_path / "checkpoints" / name
+    path.unlink()
+    (path / "inside").mkdir(parents=True)
+    (path / "inside" / "notes.txt").write_text("kept")
+    with caplog.at_level(logging.WARNING):
+        resumed, variable = log_in(tmp_path, resume=True)
+    expected = 30.0 if where == "index" else 20.0  # a damaged ckpt-30 falls back to ckpt-20
+    assert variable.numpy() == expected and len(resumed.history) == int(expected) // 10
+    (aside,) = [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(name + ".moved-aside-")]
+    assert (aside / "inside" / "notes.txt").read_text() == "kept", "nothing is lost"
+    assert f"{name} is a directory, not a checkpoint file; it is moved aside to {aside.name}" in caplog.text
+    variable.assign(35.0)
+    resumed.save(30, elapsed_seconds=30.0)  # the same number again: written where the directory was
+    assert log_in(tmp_path, resume=True)[1].numpy() == 35.0
+
+
+def test_a_directory_put_in_place_of_the_index_during_a_run_does_not_stop_its_next_checkpoint(tmp_path, caplog):
+    log = saved_run(tmp_path, steps=(10,))
+    index = tmp_path / "checkpoints" / "checkpoint"
+    index.unlink()
+    index.mkdir()
+    with caplog.at_level(logging.WARNING):
+        log.save(20)
+    assert "is moved aside" in caplog.text and index.is_file()
+    assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-20")
+
+
+@pytest.mark.parametrize("at", ["write", "open"])
+def test_a_full_disk_when_the_lock_is_written_is_a_disk_full_error_and_leaves_no_lock(tmp_path, monkeypatch, at):
+    """A disk already full when the run's lock file is created or written ended in a raw OSError traceback (issue 46
+    item 10): it is a DiskFullError naming the file and the fix, and the lock is not kept."""
+    import errno
+
+    from hodiff.pinn import runlog
+
+    real_write, real_open = os.write, os.open
+
+    def write(fd, data):
+        if b'"pid"' in bytes(data):  # the lock file's content
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    def open_(path, *args, **kwargs):
+        if os.fspath(path).endswith(runlog.LOCK):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runlog.os, "write" if at == "write" else "open", write if at == "write" else open_)
+        with pytest.raises(
+            runlog.DiskFullError,
+            match=r"no space left on the device while writing .*\.lock \(.* free\); the run's lock file needs .*"
+            r"nothing of it was written.*then start the run again",
+        ):
+            runlog.lock_run(tmp_path / "run")
+        with pytest.raises(runlog.DiskFullError):
+            log_in(tmp_path / "run")
+    assert not any(path.endswith(os.path.join("run", runlog.LOCK)) for path in runlog._held)
+    log_in(tmp_path / "run")[0].close()  # with room again, the run starts

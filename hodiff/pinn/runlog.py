@@ -63,9 +63,11 @@ __all__ = [
     "checkpoint_files",
     "held_files",
     "lock_run",
+    "move_aside",
     "read_checkpoint_state",
     "read_history",
     "restore_model",
+    "restore_newest",
     "write_csv",
     "write_json",
 ]
@@ -135,9 +137,10 @@ class DiskFullError(OSError):
     Args:
       path: the file (or checkpoint) being written.
       needed: what the run needs there, in words.
+      then: what to do once there is room (default: resume the run).
     """
 
-    def __init__(self, path: str, needed: str):
+    def __init__(self, path: str, needed: str, then: str = "resume it"):
         try:
             free: float | None = shutil.disk_usage(os.path.dirname(os.path.abspath(path)) or ".").free
         except OSError:
@@ -145,7 +148,7 @@ class DiskFullError(OSError):
         super().__init__(
             errno.ENOSPC,
             f"no space left on the device while writing {path} ({_size(free)} free); {needed}. Free some space "
-            "there or write the run elsewhere (another directory, --output), then resume it",
+            f"there or write the run elsewhere (another directory, --output), then {then}",
         )
 
 
@@ -250,7 +253,11 @@ def lock_run(directory: str | os.PathLike, caller: str = "RunLog", provenance: d
         if provenance is not None:
             _held[path].provenance = _jsonable(provenance)
         return RunLock(_held[path])
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        _lock_disk_full(error, path)
+        raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as error:
@@ -268,11 +275,26 @@ def lock_run(directory: str | os.PathLike, caller: str = "RunLog", provenance: d
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": sys.argv,
     }
-    os.ftruncate(fd, 0)
-    os.write(fd, json.dumps(info).encode())  # information only: the lock is the flock, not the content
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(info).encode())  # information only: the lock is the flock, not the content
+    except OSError as error:
+        os.close(fd)  # releases the flock: nothing of the run was written
+        _lock_disk_full(error, path)
+        raise
     _held[path] = _HeldLock(fd, path)
     _held[path].provenance = _jsonable(provenance if provenance is not None else _enclosing_provenance(path))
     return RunLock(_held[path])
+
+
+def _lock_disk_full(error: OSError, path: str) -> None:
+    """Raises :class:`DiskFullError` for a full disk met while creating or writing the run's lock file ``path``."""
+    if error.errno == errno.ENOSPC:
+        raise DiskFullError(
+            path,
+            "the run's lock file needs a few hundred bytes, and every file of the run more (nothing of it was written)",
+            then="start the run again",
+        ) from error
 
 
 def _enclosing_provenance(path: str) -> dict[str, Any]:
@@ -352,20 +374,69 @@ def checkpoint_files(directory: str | os.PathLike) -> list[tuple[int, str]]:
     return sorted(found, reverse=True)
 
 
+def move_aside(path: str | os.PathLike) -> str | None:
+    """Moves aside whatever is at ``path`` where a checkpoint file belongs but is not a regular file (a directory, a
+    link): renamed to ``PATH.moved-aside-<UTC time>``, its contents kept, with a warning naming it, so that a
+    checkpoint can be written there. Returns the new name, or ``None`` when ``path`` is a file or absent.
+
+    Example:
+      ```python
+      import os, tempfile
+      from hodiff.pinn.runlog import move_aside
+
+      index = os.path.join(tempfile.mkdtemp(), "checkpoint")
+      os.makedirs(os.path.join(index, "notes"))  # a directory where the checkpoint index goes
+      aside = move_aside(index)
+      assert not os.path.exists(index) and os.path.isdir(os.path.join(aside, "notes"))
+      assert move_aside(index) is None
+      ```
+    """
+    path = os.fspath(path)
+    if not os.path.lexists(path) or (os.path.isfile(path) and not os.path.islink(path)):
+        return None
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    aside = f"{path}.moved-aside-{stamp}"
+    os.replace(path, aside)
+    logger.warning(
+        "%s is a %s, not a checkpoint file; it is moved aside to %s (its contents kept) so that the run can write its "
+        "checkpoints there. Remove it once you have looked at it.",
+        path,
+        "directory" if os.path.isdir(aside) else "link or special file",
+        os.path.basename(aside),
+    )
+    return aside
+
+
+def restore_newest(checkpoint: tf.train.Checkpoint, directory: str | os.PathLike) -> str:
+    """Restores ``checkpoint`` from the newest readable checkpoint of the run in ``directory``, found by its files
+    (not the index, which may be lost): an unreadable one is skipped for the one before, with a warning; returns
+    its prefix.
+
+    Raises:
+      FileNotFoundError: the run has no readable checkpoint; the message says why each one failed.
+    """
+    failures = []
+    for _, prefix in checkpoint_files(directory):
+        try:
+            checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
+            return prefix
+        except Exception as error:  # noqa: BLE001 - an unreadable checkpoint: try the one before
+            failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
+            logger.warning(
+                "checkpoint %s is unreadable (%s: %s); trying the previous one.", prefix, type(error).__name__, error
+            )
+    reasons = f": {'; '.join(failures)}" if failures else " (no checkpoint files)"
+    raise FileNotFoundError(f"{os.fspath(directory)} has no readable checkpoint{reasons}")
+
+
 def restore_model(model: Any, directory: str | os.PathLike) -> str:
     """Restores ``model``'s weights from the newest readable checkpoint of the run in ``directory`` (an unreadable
     one is skipped for the one before); returns its prefix.
 
     Raises:
-      FileNotFoundError: the run has no readable checkpoint.
+      FileNotFoundError: the run has no readable checkpoint of the model.
     """
-    for _, prefix in checkpoint_files(directory):
-        try:
-            tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
-            return prefix
-        except Exception:  # noqa: BLE001, S112 - an unreadable checkpoint: try the one before
-            continue
-    raise FileNotFoundError(f"{os.fspath(directory)} has no readable checkpoint of the model")
+    return restore_newest(tf.train.Checkpoint(model=model), directory)
 
 
 def held_files(directory: str | os.PathLike) -> list[str]:
@@ -492,8 +563,22 @@ class RunLog:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(self.directory, name))
 
+    def _clear_the_way(self, names: Sequence[str]) -> None:
+        """:func:`move_aside` for each of ``names`` in ``checkpoints/``: the paths TensorFlow writes (the index
+        ``checkpoint``, a checkpoint's ``.index`` / ``.data`` files)."""
+        for name in names:
+            move_aside(os.path.join(self._checkpoints, name))
+
+    def _files_of(self, number: int) -> list[str]:
+        """The names under ``checkpoints/`` of checkpoint ``number``'s files (index and data shards)."""
+        prefix = f"ckpt-{number}."
+        names = os.listdir(self._checkpoints) if os.path.isdir(self._checkpoints) else []
+        data = [n for n in names if n.startswith(prefix + "data-") and ".moved-aside-" not in n]
+        return [f"ckpt-{number}.index", *data]
+
     # ----------------------------------------------------------------------------- resume
     def _restore(self) -> None:
+        self._clear_the_way(["checkpoint"])  # the index: rebuilt below from the checkpoint files
         candidates = self._checkpoint_files()
         if not candidates:
             logger.warning(
@@ -514,7 +599,7 @@ class RunLog:
                 [os.path.basename(p) for _, p in candidates],
             )
         failures = []
-        for position, (_, prefix) in enumerate(candidates):
+        for position, (number, prefix) in enumerate(candidates):
             try:
                 state = read_checkpoint_state(prefix)
             except Exception as error:  # noqa: BLE001 - any unreadable file means: try the previous checkpoint
@@ -525,6 +610,7 @@ class RunLog:
                     type(error).__name__,
                     error,
                 )
+                self._clear_the_way(self._files_of(number))  # a directory there would stop the next save of it
                 continue
             self._check_provenance(state.get("provenance", {}))
             self._check_settings(state.get("settings", {}))
@@ -538,6 +624,7 @@ class RunLog:
                     type(error).__name__,
                     error,
                 )
+                self._clear_the_way(self._files_of(number))
                 continue
             self.restored = prefix
             self.history = state.pop("history")
@@ -628,6 +715,7 @@ class RunLog:
             "run_info": _jsonable(self.run_info),
         }
         self._state.assign(json.dumps(payload))
+        self._clear_the_way(["checkpoint", *self._files_of(number)])  # a directory in the way, put there meanwhile
         try:
             path = self._manager.save(checkpoint_number=number)
         except (tf.errors.ResourceExhaustedError, OSError) as error:  # TensorFlow reports a full disk as either
