@@ -50,6 +50,30 @@ def predict(trainer: Any, points: np.ndarray) -> dict[str, np.ndarray]:
     return {name: values[:, i] for i, name in enumerate(trainer.problem.fields)}
 
 
+def lost_solution(
+    problem: Any,
+    predicted: dict[str, np.ndarray],
+    exact: dict[str, np.ndarray],
+    points: np.ndarray,
+    marching: Any,
+    fields: Any,
+) -> str | None:
+    """:func:`hodiff.pinn.metrics.worse_than_zero` over the run's time windows (ten equal slices of the time
+    axis for a run of one window; none for a steady problem)."""
+    from hodiff.pinn.metrics import worse_than_zero
+
+    domain = problem.domain
+    if domain.time is None:
+        return worse_than_zero(predicted, exact, fields=fields)
+    windows = (marching or {}).get("windows") or []
+    if windows:
+        edges = [window["start"] for window in windows] + [windows[-1]["end"]]
+    else:
+        edges = list(np.linspace(*domain.bounds[domain.time], 11))
+    times = points[:, domain.coords.index(domain.time)]
+    return worse_than_zero(predicted, exact, times, edges, fields)
+
+
 def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -> dict[str, np.ndarray]:
     """The trained run in ``output`` at ``points``, through ``--evaluate`` as a user asks for it.
 
@@ -97,7 +121,11 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
     trainer, result, marching_metrics = runner.fit(example, problem, model, settings, args, strategy, initial)
     if result is not None:
         print(f"{example.name}: L-BFGS stopped after {result.nit} iterations, loss {result.fun:.4e}: {result.message}")
-    errors = field_errors(predict(trainer, points), exact, example.error_fields)
+    predicted = predict(trainer, points)
+    errors = field_errors(predicted, exact, example.error_fields)
+    lost = lost_solution(problem, predicted, exact, points, marching_metrics, example.error_fields)
+    if lost:
+        print(f"{example.name}: WARNING: {lost}")
     axes, slice_points, slice_exact = scattered.picture()
     shape = tuple(len(axis) for axis in axes.values())
     slice_prediction = {name: values.reshape(shape) for name, values in predict(trainer, slice_points).items()}
@@ -106,6 +134,7 @@ def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
     fitted = (trainer, result, marching_metrics)
     metrics, extra = runner.run_metrics(example, args, settings, fitted, errors, list(exact))
     metrics["error_points"] = len(points)
+    metrics["worse_than_zero"] = lost is not None
     line, status = runner.verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
     single = len(problem.fields) == 1

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["relative_l2_errors"]
+__all__ = ["relative_l2_errors", "worse_than_zero"]
 
 
 def relative_l2_errors(
@@ -73,3 +73,63 @@ def relative_l2_errors(
     errors = {"relative_l2_error": ratio(sum(squares[f][0] for f in chosen), sum(squares[f][1] for f in chosen))}
     errors.update({f"relative_l2_error_{name}": ratio(*pair) for name, pair in squares.items()})
     return errors
+
+
+def worse_than_zero(
+    prediction: Mapping[str, Any],
+    reference: Mapping[str, Any],
+    times: Any = None,
+    edges: Sequence[float] | None = None,
+    fields: Sequence[str] | None = None,
+) -> str | None:
+    """Says so when a prediction is worse than predicting zero everywhere, and from which time interval on.
+
+    The zero prediction's relative L2 error is exactly 1, so a larger error means that the solution learnt
+    less than nothing; in a time-marched run it usually grew in one window and was carried on by the next.
+
+    Args:
+      prediction, reference, fields: as :func:`relative_l2_errors`.
+      times: ``(N,)`` the time of each point (``None``: a steady problem).
+      edges: the bounds of the intervals (the time windows, or equal slices), ascending.
+
+    Returns:
+      ``None`` when the error over all points is below 1; else a message with the error, the first interval
+      whose own error passes 1 (or the worst one) and every interval's error.
+
+    Example:
+      ```python
+      import numpy as np
+      from hodiff.pinn.metrics import worse_than_zero
+
+      t = np.linspace(0.0, 2.0, 9)
+      exact = {"u": np.ones(9)}
+      assert worse_than_zero({"u": np.ones(9)}, exact, t, (0.0, 1.0, 2.0)) is None
+      grown = {"u": np.where(t > 1.0, 5.0, 1.0)}
+      assert "window 2 of 2 (t in [1, 2])" in worse_than_zero(grown, exact, t, (0.0, 1.0, 2.0))
+      ```
+    """
+    total = relative_l2_errors(prediction, reference, fields)["relative_l2_error"]
+    if not total > 1.0:
+        return None
+    lost = f"the relative L2 error {total:.3g} is worse than predicting zero everywhere (1.0): the solution was lost."
+    if times is None or edges is None:
+        return lost + " Look at the loss terms in history.csv: one of them may be off by orders of magnitude."
+    times = np.asarray(times, dtype=float)
+    chosen = reference if fields is None else {f: reference[f] for f in fields}
+    per_interval = []
+    for k, (start, end) in enumerate(zip(edges[:-1], edges[1:])):
+        inside = (times >= start) & ((times < end) if k < len(edges) - 2 else (times <= end))
+        if not inside.any():
+            per_interval.append(0.0)
+            continue
+        part = {name: np.asarray(prediction[name])[inside] for name in chosen}
+        wanted = {name: np.asarray(values)[inside] for name, values in chosen.items()}
+        per_interval.append(relative_l2_errors(part, wanted)["relative_l2_error"])
+    passing = [k for k, error in enumerate(per_interval) if error > 1.0]
+    first = passing[0] if passing else int(np.nanargmax(per_interval))
+    listed = ", ".join(f"{error:.2g}" for error in per_interval)
+    return (
+        f"{lost} The error passes 1 in window {first + 1} of {len(per_interval)} (t in [{edges[first]:g}, "
+        f"{edges[first + 1]:g}]); per window: {listed}. Later windows start from that one's end, so look at its "
+        "training first (its loss terms in history.csv)."
+    )
