@@ -125,13 +125,18 @@ def windows(settings: GrayScottSettings, end: float = END):
     return pinn.TimeWindows(settings.time_windows, initial, transform, restart, local_time=True)
 
 
+def check(settings: GrayScottSettings) -> None:
+    """ValueError naming ``--box`` outside (0, 1] (the command line refuses it when it parses the flags)."""
+    if not 0.0 < settings.box <= HALF:
+        raise ValueError(f"--box {settings.box}: give the half-width of the box of the pattern, in (0, 1].")
+
+
 def build(settings: GrayScottSettings, end: float = END):
     """The problem on ``[-1, 1]^2 x [0, end]`` (one window's hard conditions) and the network (inputs scaled
     over the box)."""
     from hodiff import pinn
 
-    if not 0.0 < settings.box <= HALF:
-        raise ValueError(f"--box {settings.box}: give the half-width of the box of the pattern, in (0, 1].")
+    check(settings)
     domain = centred_square(settings.box, end)
     one = windows(dataclasses.replace(settings, time_windows=1, restart_grid=0), end / settings.time_windows)
     problem = pinn.Problem(
@@ -212,6 +217,7 @@ EXAMPLE = Example(
     name="gray_scott",
     build=build,
     reference=reference,
+    check=check,
     presets={
         "default": GrayScottSettings(
             interior=3072,

@@ -66,6 +66,12 @@ def soft(x, outputs, start, previous):
     return previous + (x["t"] - start)[:, None] * outputs
 
 
+def check(settings: HeatSettings) -> None:
+    """ValueError: ``--time-windows`` without the hard initial condition (refused when the flags are parsed)."""
+    if settings.time_windows > 1 and not settings.hard_initial:
+        raise ValueError("--time-windows needs the hard initial condition; leave out --no-hard-initial")
+
+
 def windows(settings: HeatSettings):
     """The ``settings.time_windows`` windows, each with its hard initial condition."""
     from hodiff import pinn
@@ -129,6 +135,7 @@ EXAMPLE = Example(
     name="heat2d_ms",
     build=build,
     reference=reference,
+    check=check,
     presets={
         "default": HeatSettings(
             interior=4096, adam_steps=3000, lbfgs_iterations=2000, width=32, depth=3, dtype="float64"

@@ -334,11 +334,7 @@ def train(trainer: Any, settings: HighDimSettings, progress: bool = True) -> str
 def run(argv: list[str] | None = None) -> int:
     """Trains, measures and writes the results of the highdim example; returns the exit status."""
     started = time.perf_counter()
-    args, settings = parse_args(EXAMPLE, argv)
-    try:
-        check_settings(settings)
-    except ValueError as error:
-        raise SystemExit(f"highdim: {error}") from None
+    args, settings = parse_args(EXAMPLE, argv)  # refuses what check_settings refuses (Example.check)
     if args.evaluate is not None:
         return evaluate(EXAMPLE, args)
     problem, model = build(settings)
@@ -399,6 +395,7 @@ EXAMPLE = Example(
     description=__doc__.splitlines()[0],
     build=build,
     reference=lambda: ({}, np.zeros(0)),  # unused: the error is measured on fresh points in the ball (run above)
+    check=check_settings,
     presets={
         "default": HighDimSettings(
             interior=100,

@@ -101,14 +101,23 @@ def energy(d, x, p):
     return {"u_x": d["u_x"], "u_y": d["u_y"], "u_z": d["u_z"], "reaction": k * d["u"] - source / k}
 
 
-def build(settings: Settings):
-    from hodiff import pinn
-
+def check(settings: Settings) -> None:
+    """ValueError naming the flags that would change the energy's weights or points (the command line refuses them
+    when it parses the flags: ``Example.check``)."""
     if settings.adaptive_weights or settings.loss_weighting != "none" or settings.resample_every:
-        raise SystemExit(
+        raise ValueError(
             "poisson3d_cg: the loss is the Ritz energy, whose terms' weights (all 1) and uniform points are part of "
             "the equation solved; leave out --adaptive-weights, --loss-weighting and --resample-every."
         )
+
+
+def build(settings: Settings):
+    from hodiff import pinn
+
+    try:
+        check(settings)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     domain, _ = domain_and_parts()
     problem = pinn.Problem(domain, needs=("u", "u_x", "u_y", "u_z"), residual=energy)
     return problem, network(domain, settings)
@@ -203,6 +212,7 @@ EXAMPLE = Example(
     name="poisson3d_cg",
     build=build,
     reference=reference,
+    check=check,
     presets={
         "default": Settings(interior=32768, adam_steps=0, lbfgs_iterations=2000, width=32, depth=3, dtype="float64"),
         "fast": Settings(

@@ -170,6 +170,9 @@ class Example:
         windows: the hard initial condition of a time-dependent example, which ``--time-windows N``
         trains window after window (:func:`hodiff.pinn.time_marching`); the problem ``build``
         returns has no ``Initial`` condition (its output transform is the one window's).
+      check: ``check(settings)`` raises ``ValueError`` naming the flag when the settings cannot work for this
+        example (a count the problem cannot use, flags that contradict its loss): called when the flags are
+        parsed, before anything is built or written, it ends the command with exit status 2 and the message.
       wall_seconds: the typical wall time of a preset's run on 2 CPU cores, ``{preset: seconds}``, as
         recorded in the docs (docs/examples.md, docs/benchmarks.md, the example's own page), not
         measured; a preset with none recorded is left out and shows nothing. A literal dict in the
@@ -190,6 +193,7 @@ class Example:
     training: Callable[[argparse.Namespace, Any], int] | None = None
     diagnose: bool = True
     windows: Callable[[Any], Any] | None = None
+    check: Callable[[Any], None] | None = None
     wall_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -438,6 +442,9 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
             )
     try:
         loss_weighting(settings)
+        check_counts(settings, args.replicas)
+        if example.check is not None:
+            example.check(settings)
     except ValueError as error:
         parser.error(str(error))
     if getattr(settings, "time_windows", 1) > 1:
@@ -457,10 +464,38 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
             )
     if args.multi_worker and args.replicas != 1:
         parser.error("--multi-worker runs one replica per worker (all its GPUs on a GPU machine); leave out --replicas")
+    _check_memory(settings, 1, built=False)  # before anything is built: the smallest network the flags allow
     args.output = args.output or os.path.join("results", example.name)
     # who writes the run: stored with every checkpoint (through the run's lock), checked by --resume and --evaluate
     args.provenance = {"example": example.name, "replicas": args.replicas, "multi_worker": args.multi_worker}
     return args, settings
+
+
+def check_counts(settings: Any, replicas: int = 1) -> None:
+    """Raises ``ValueError`` naming the flag when ``--interior`` is below what the run can use: fewer points than
+    ``--replicas`` (each replica takes an equal share, at least one point), or, with causal training, fewer than its
+    time slices (each slice's mean residual weights the later ones). The examples' own limits are their
+    ``Example.check``."""
+    interior = getattr(settings, "interior", None)
+    if interior is None:
+        return
+    if replicas > 1 and interior < replicas:
+        raise ValueError(
+            f"--interior {interior}: the interior points are split evenly over the {replicas} replicas (--replicas "
+            f"{replicas}), at least one point each; give --interior >= {replicas}, or fewer --replicas"
+        )
+    epsilon = getattr(settings, "causal_epsilon", 0.0)
+    if epsilon:
+        from hodiff.pinn import CausalWeights
+
+        bins = int(getattr(settings, "causal_bins", CausalWeights.bins))
+        if interior < bins:
+            raise ValueError(
+                f"--interior {interior}: causal training (--causal-epsilon {epsilon:g}) weights the residual by "
+                f"{bins} time slices, each the mean over its points, so fewer points than slices leave slices empty; "
+                f"give --interior >= {bins} (several points per slice, e.g. {32 * bins}), or leave out "
+                "--causal-epsilon"
+            )
 
 
 def make_strategy(replicas: int = 1, multi_worker: bool = False) -> Any:
@@ -510,25 +545,70 @@ def worker_output(output: str) -> str:
     return output if chief else os.path.join(output, f"{kind}-{index}")
 
 
-def memory_needed(settings: Settings, dimension: int) -> int:
-    """A rough lower estimate of the bytes a run holds at once, in points and derivative work.
+def network_weights(settings: Any, inputs: int = 1, outputs: int = 1) -> int:
+    """The weights of a ``settings.width`` x ``settings.depth`` MLP from ``inputs`` to ``outputs``: a lower bound for
+    the examples' networks (Fourier features, a modified MLP's encoders or a second network add to it)."""
+    width, depth = int(settings.width), int(settings.depth)
+    return (inputs + 1) * width + (depth - 1) * (width + 1) * width + (width + 1) * outputs
 
-    Per interior point: its ``dimension`` coordinates, and for every hidden layer the activations
-    with their first and second derivatives in each input, kept by the nested tapes for the
-    backward pass, about ``2 * width * (1 + dimension)**2`` numbers.
+
+def memory_needed(settings: Any, dimension: int, weights: int | None = None) -> int:
+    """A rough lower estimate of the bytes a run holds at once: its network and its points' derivative work.
+
+    Per weight (``weights``, default :func:`network_weights` of a ``dimension``-input network): the weight,
+    its gradient and Adam's two slots, 4 numbers (L-BFGS's history holds more). Per interior point (settings
+    with ``interior``): its ``dimension`` coordinates, and for every hidden layer the activations with their
+    first and second derivatives in each input, kept by the nested tapes for the backward pass, about
+    ``2 * width * (1 + dimension)**2`` numbers.
     """
+    weights = network_weights(settings, dimension) if weights is None else weights
     per_point = dimension + 2 * settings.depth * settings.width * (1 + dimension) ** 2
-    return settings.interior * per_point * np.dtype(settings.dtype).itemsize
+    points = int(getattr(settings, "interior", 0)) * per_point
+    return (4 * weights + points) * np.dtype(settings.dtype).itemsize
 
 
-def _check_memory(settings: Settings, dimension: int) -> None:
-    needed, memory = memory_needed(settings, dimension), os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    if needed > memory:
-        raise SystemExit(
-            f"--interior {settings.interior}: the points and their derivatives need about {needed / 2**30:.3g} GiB "
-            f"(width {settings.width}, depth {settings.depth}, {settings.dtype}), more than this machine's "
-            f"{memory / 2**30:.3g} GiB of memory; lower --interior (or --width, --depth)."
+def _check_memory(settings: Any, dimension: int, weights: int | None = None, built: bool = True) -> None:
+    """Refuses (``SystemExit``) settings whose network and points need more than this machine's memory, naming the
+    flags to lower; before the network is built (``built=False``) with the smallest network and problem the
+    settings allow, after it with its own weights and the problem's dimension."""
+    if not all(hasattr(settings, name) for name in ("width", "depth", "dtype")):
+        return
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    weights = network_weights(settings, dimension) if weights is None else weights
+    needed = memory_needed(settings, dimension, weights)
+    if needed <= memory:
+        return
+    itemsize = np.dtype(settings.dtype).itemsize
+    for_weights, interior = 4 * weights * itemsize, int(getattr(settings, "interior", 0))
+    network = (
+        f"the network's {weights:.3g} weights (width {settings.width}, depth {settings.depth}"
+        f"{', at least' if not built else ''}) with their gradients and Adam's two slots"
+    )
+    points = f"the {interior} interior points' activations and their derivatives"
+    if interior and needed - for_weights > for_weights:  # the points need the most
+        flag, parts, lower = (
+            f"--interior {interior}",
+            [(points, needed - for_weights), (network, for_weights)],
+            ("--interior (or --width, --depth)"),
         )
+    else:
+        flag, parts = f"--width {settings.width}", [(network, for_weights)]
+        parts += [(points, needed - for_weights)] if interior else []
+        lower = "--width or --depth" + (" (or --interior)" if interior else "")
+    described = " need about ".join([parts[0][0], _bytes(parts[0][1])])
+    described += "".join(f", and {part} about {_bytes(size)}" for part, size in parts[1:])
+    raise SystemExit(
+        f"{flag}: {described} ({settings.dtype}): more than this machine's {_bytes(memory)} of memory"
+        f"{' before anything is built' if not built else ''}; lower {lower}."
+    )
+
+
+def _bytes(count: float) -> str:
+    """``count`` bytes in GiB, MiB or KiB, whichever reads best."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count / 2**10:.3g} KiB"
 
 
 def check_output(
@@ -1085,7 +1165,7 @@ def _run(example: Example, argv: list[str] | None) -> int:
         args.output = worker_output(args.output)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         problem, model = example.build(settings)
-    _check_memory(settings, len(problem.domain.coords))
+    _check_memory(settings, len(problem.domain.coords), model.count_params())
     check_output(args)
     axes, values = example.reference()
     shape = tuple(len(axis) for axis in axes.values())

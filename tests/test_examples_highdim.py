@@ -119,10 +119,10 @@ def test_training_points_are_drawn_afresh_every_step_uniformly_in_the_ball():
     "flags, message",
     [(["--dim", "1"], "--dim 1"), (["--dim", "4", "--num-samples", "5"], "--num-samples 5")],
 )
-def test_bad_dimension_or_sample_count_stops_with_a_message_naming_the_flag(flags, message, tmp_path):
+def test_bad_dimension_or_sample_count_stops_with_a_message_naming_the_flag(flags, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["highdim", "--preset", "fast", *flags, "--output", str(tmp_path / "run")])
-    assert message in str(stop.value)
+    assert stop.value.code == 2 and message in capsys.readouterr().err  # at the flag (Example.check)
     assert not (tmp_path / "run").exists()  # stopped before any work
     with pytest.raises(ValueError, match="--dim"):
         highdim.build(settings(dim=1))

@@ -8,6 +8,7 @@ reference has its convergence tests in ``test_fd_references.py``.)
 """
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -296,7 +297,7 @@ def test_poisson2d_ms_loss_is_the_ritz_energy_up_to_a_constant(pinnacle_data):
 
 
 @pytest.mark.usefixtures("pinnacle_data")
-def test_poisson2d_ms_fast_preset_trains_evaluates_and_refuses_bad_input(tmp_path, monkeypatch):
+def test_poisson2d_ms_fast_preset_trains_evaluates_and_refuses_bad_input(tmp_path, monkeypatch, capsys):
     output = tmp_path / "poisson2d_ms"
     assert main(["poisson2d_ms", "--preset", "fast", "--output", str(output), "--no-progress"]) == 0
     metrics = json.loads((output / "metrics.json").read_text())
@@ -310,9 +311,11 @@ def test_poisson2d_ms_fast_preset_trains_evaluates_and_refuses_bad_input(tmp_pat
     assert main(["poisson2d_ms", "--evaluate", str(tmp_path / "points.npy"), "--output", str(output)]) == 0
     with np.load(output / "evaluation.npz") as evaluation:
         np.testing.assert_allclose(evaluation["u"], [prediction[i, j] for i, j in rows], rtol=1e-10)
-    # an --interior that is not the square of a multiple of 5
-    with pytest.raises(SystemExit, match=r"--interior 1000 is not n\^2.*--interior 900"):
+    # an --interior that is not the square of a multiple of 5: refused when the flags are parsed (exit status 2)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
         main(["poisson2d_ms", "--preset", "fast", "--interior", "1000", "--output", str(tmp_path / "other")])
+    assert stop.value.code == 2 and re.search(r"--interior 1000 is not n\^2.*--interior 900", capsys.readouterr().err)
     # the coefficient files missing: the message names the file and the fix
     monkeypatch.setenv("HODIFF_PINNACLE_DATA", str(tmp_path / "nowhere"))
     with pytest.raises(SystemExit, match=r"poisson_a_coef\.dat is missing.*HODIFF_PINNACLE_DATA"):

@@ -27,7 +27,9 @@ from pinn_examples.runner import (
     field_errors,
     make_strategy,
     memory_needed,
+    network_weights,
     number,
+    parse_args,
     reference_fields,
     worker_output,
     write_results,
@@ -350,6 +352,73 @@ def test_too_many_points_and_unwritable_output_stop_before_any_work(tmp_path, mo
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(SystemExit, match="--output .*file/results: cannot write there"):
         run_example(heat.EXAMPLE, ["--output", str(tmp_path / "file" / "results")])
+
+
+def test_the_memory_check_counts_the_network_before_it_is_built(tmp_path, monkeypatch, capsys):
+    """--width 200000 ended in an out-of-memory traceback while the network was built: the check counted only the
+    points (issue 46 item 13). It counts the weights with their gradients and Adam's two slots, before the network
+    is built (the smallest network the flags allow), then the built network's own weights."""
+    never = dataclasses.replace(heat.EXAMPLE, build=lambda settings: pytest.fail("the network was built"))
+    with pytest.raises(
+        SystemExit,
+        match=r"^--width 200000: the network's 1\.2e\+11 weights \(width 200000, depth 4, at least\) with their "
+        r"gradients and Adam's two slots need about 1\.79e\+03 GiB, and the 2048 interior points' .* \(float32\): more "
+        r"than this machine's .* GiB of memory before anything is built; lower --width or --depth \(or --interior\)\.$",
+    ):
+        run_example(never, ["--width", "200000", "--output", str(tmp_path / "wide")])
+    assert not (tmp_path / "wide").exists()
+    from pinn_examples import deeponet
+
+    with pytest.raises(SystemExit, match=r"^--width 200000: the network's .* weights .*; lower --width or --depth\.$"):
+        deeponet.main(["--width", "200000", "--output", str(tmp_path / "operator")])
+    # the count: a plain MLP's weights exactly, and 4 numbers per weight
+    settings = heat.EXAMPLE.presets["default"]
+    domain = pinn.Rectangle(("x", "t"), (0, 0), (1, 1))
+    model = pinn.mlp(domain, width=settings.width, depth=settings.depth, seed=0)
+    assert network_weights(settings, inputs=2) == model.count_params()
+    points = memory_needed(settings, 2, weights=0)
+    assert memory_needed(settings, 2, weights=10**6) == points + 4 * 10**6 * 4  # float32
+    # after building, the network's own weights: a model far larger than the flags say is refused before training
+    memory = memory_needed(settings, 2, weights=network_weights(settings, 2)) * 2  # fits the flags' network
+    real = os.sysconf
+    monkeypatch.setattr(
+        os, "sysconf", lambda n: memory // 4096 if n == "SC_PHYS_PAGES" else 4096 if n == "SC_PAGE_SIZE" else real(n)
+    )
+    huge = dataclasses.replace(
+        heat.EXAMPLE, build=lambda s: (heat.EXAMPLE.build(s)[0], pinn.mlp(domain, width=2000, depth=4, seed=0))
+    )
+    monkeypatch.setattr(pinn.Trainer, "__init__", lambda *a, **k: pytest.fail("the trainer was built"))
+    with pytest.raises(SystemExit, match=r"^--width 20: the network's 1\.2e\+07 weights \(width 20, depth 4\) with"):
+        run_example(huge, ["--output", str(tmp_path / "huge")])
+
+
+@pytest.mark.parametrize(
+    "example, flags, message",
+    [
+        (
+            "heat",
+            ["--replicas", "2", "--interior", "1"],
+            "--interior 1: the interior points are split evenly over the 2",
+        ),
+        ("heat", ["--causal-epsilon", "10", "--interior", "8"], "--interior 8: causal training (--causal-epsilon 10)"),
+        ("poisson2d_ms", ["--interior", "1"], "--interior 1 is not n^2 with n a multiple of 5"),
+        ("poisson2d_ms", ["--loss-weighting", "grad_norm"], "the loss is the Ritz energy on a fixed midpoint grid"),
+        ("poisson3d_cg", ["--resample-every", "100"], "poisson3d_cg: the loss is the Ritz energy"),
+        ("heat2d_ms", ["--time-windows", "2", "--no-hard-initial"], "--time-windows needs the hard initial condition"),
+        ("highdim", ["--dim", "1"], "--dim 1: the benchmark's solution couples neighbouring coordinates"),
+    ],
+)
+def test_a_count_or_flag_the_problem_cannot_use_is_refused_at_the_flag(example, flags, message, tmp_path, capsys):
+    """--interior 1 on a problem that needs more (and the other examples' own limits) was accepted and failed later,
+    after the network and the reference (issue 46 item 13): refused when the flags are parsed, exit status 2."""
+    import importlib
+
+    module = importlib.import_module(f"pinn_examples.{example}")
+    never = dataclasses.replace(module.EXAMPLE, build=lambda settings: pytest.fail("the problem was built"))
+    with pytest.raises(SystemExit) as stop:
+        parse_args(never, ["--preset", "fast", *flags, "--output", str(tmp_path / "run")])
+    assert stop.value.code == 2 and message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("output", ["/", "/tmp", "~", "~/"])
