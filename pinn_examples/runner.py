@@ -464,7 +464,8 @@ def parse_args(example: Example, argv: list[str] | None) -> tuple[argparse.Names
             )
     if args.multi_worker and args.replicas != 1:
         parser.error("--multi-worker runs one replica per worker (all its GPUs on a GPU machine); leave out --replicas")
-    _check_memory(settings, 1, built=False)  # before anything is built: the smallest network the flags allow
+    if getattr(args, "evaluate", None) is None:  # --evaluate trains nothing
+        _check_memory(settings, 1, built=False)  # before anything is built: the smallest network the flags allow
     args.output = args.output or os.path.join("results", example.name)
     # who writes the run: stored with every checkpoint (through the run's lock), checked by --resume and --evaluate
     args.provenance = {"example": example.name, "replicas": args.replicas, "multi_worker": args.multi_worker}
