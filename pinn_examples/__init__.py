@@ -24,6 +24,7 @@ EXAMPLES = (
     "heat2d_cg",
     "heat2d_lt",
     "heat2d_ms",
+    "heat2d_vc",
     "heat_inverse",
     "heat_nd",
     "helmholtz",
