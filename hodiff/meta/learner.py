@@ -121,10 +121,8 @@ class MetaLearner(tf.Module):
         :meth:`meta_step` has a leading axis of that length, and iteration ``i`` trains on slice
         ``i``: ``(steps_per_call, tasks, examples, ...)``.
       monitor: also return statistics of the meta-gradient (norms, NaN/Inf counts) under
-        ``gradient_stats``, as :class:`hodiff.TrainStep` does: a
-        :class:`~hodiff.training.monitor.GradientStats` over the step's raw meta-gradients,
-        computed when first read, so a call whose statistics are not read costs what ``False``
-        costs but for the gradients as outputs. ``False`` leaves them out (see docs/meta.md).
+        ``gradient_stats``, as :class:`hodiff.TrainStep` does, computed from the step's raw meta-gradients
+        when first read (:class:`~hodiff.training.monitor.GradientStats`). ``False`` leaves them out.
 
     Call :meth:`meta_step` with a task batch ``(support_x, support_y, query_x, query_y)``, each
     with a leading task axis; it returns the mean query loss after adaptation and the mean support

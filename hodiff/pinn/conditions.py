@@ -680,7 +680,8 @@ class Interface(Condition):
       residual: ``residual(plus, minus, x, n) -> (N,)``; ``x`` the interface points' columns, ``n`` the normals'.
       needs: the field values and partials used on each side, e.g. ``("u_x", "u_y")``.
       points: ``(N, d)`` points on the interface (e.g. :meth:`hodiff.pinn.Tabulated.zero_set`, with time columns
-        added); normals: ``(N, d)`` unit normals there (zero in time columns).
+        added).
+      normals: ``(N, d)`` unit normals there (zero in time columns), pointing to the side ``plus``.
       offset: how far off the interface each side is evaluated: small against the scales of the solution.
       name: the loss term's name.
 

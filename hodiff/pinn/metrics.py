@@ -88,9 +88,11 @@ def worse_than_zero(
     less than nothing; in a time-marched run it usually grew in one window and was carried on by the next.
 
     Args:
-      prediction, reference, fields: as :func:`relative_l2_errors`.
+      prediction: ``{field: (N,)}``, as :func:`relative_l2_errors`.
+      reference: ``{field: (N,)}``, as :func:`relative_l2_errors`.
       times: ``(N,)`` the time of each point (``None``: a steady problem).
       edges: the bounds of the intervals (the time windows, or equal slices), ascending.
+      fields: the fields combined (default: all of ``reference``).
 
     Returns:
       ``None`` when the error over all points is below 1; else a message with the error, the first interval

@@ -55,7 +55,8 @@ def spline_values(
     Args:
       coefficients: the B-spline coefficients, as :class:`Tabulated` computes them.
       columns: the coordinates, one ``(N,)`` tensor per axis of ``coefficients``.
-      low: the coordinates of the first node; spacing: the nodes' spacing, per axis.
+      low: the coordinates of the first node, per axis.
+      spacing: the nodes' spacing, per axis.
       periodic: the table repeats with period ``shape * spacing``; else mirrored about its first and last nodes.
     """
     shape = coefficients.shape
@@ -87,7 +88,8 @@ class Tabulated:
     Args:
       values: the table, one axis per name in ``coords``: ``values[i, j]`` at
         ``(low[0] + i * spacing[0], low[1] + j * spacing[1])``.
-      low, high: the coordinates of the first and the last node per axis (``spacing = (high - low) / (n - 1)``).
+      low: the coordinates of the first node per axis.
+      high: the coordinates of the last node per axis (``spacing = (high - low) / (n - 1)``).
       coords: the coordinate names the axes stand for, e.g. ``("x", "y")``.
       periodic: the table is one period of a periodic function (its next node, one spacing past ``high``, is the
         first again), as a field drawn by FFT is; else the spline is mirrored about the end nodes.
@@ -203,7 +205,10 @@ class LevelSetFeature(keras.layers.Layer):
 
     Args:
       columns: the input columns the table's axes stand for, in its order.
-      shape, low, spacing, periodic: the table's (from :class:`Tabulated`).
+      shape: the table's shape (from :class:`Tabulated`).
+      low: the table's first node per axis.
+      spacing: the table's spacing per axis.
+      periodic: whether the table is periodic.
       coefficients: its B-spline coefficients (``None`` when loading: the saved weight fills them).
     """
 
