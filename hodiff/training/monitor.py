@@ -90,6 +90,8 @@ class GradientStats(MutableMapping):
       missing: one bool per variable: ``True`` where it has no gradient (``None`` in the list
         :func:`gradient_stats` takes).
       compute: ``compute(grads) -> dict``, :func:`gradient_stats` (default) or a compiled version of it.
+      shapes: with ``gradients`` one tensor from :func:`packed`, the gradients' shapes: they are split from it
+        when the statistics are read (one output of the compiled step instead of one per variable).
 
     Example:
       ```python
@@ -110,9 +112,12 @@ class GradientStats(MutableMapping):
         gradients: Sequence[Any] | None = None,
         missing: Sequence[bool] = (),
         compute: Callable[[list], dict] | None = None,
+        shapes: Sequence[tuple] | None = None,
     ):
         self._values: dict[str, Any] | None = None
         self._gradients: list = []
+        if shapes is not None and gradients is not None and not isinstance(gradients, (list, tuple)):
+            gradients = _unpacked(gradients, shapes)
         self._missing: list[bool] = []
         self._compute = compute or gradient_stats
         if gradients is None:
@@ -127,6 +132,10 @@ class GradientStats(MutableMapping):
         self._gradients, self._missing = present, [bool(m) for m in missing]
 
     @property
+    def _present(self) -> list:
+        return [g() if callable(g) else g for g in self._gradients]
+
+    @property
     def computed(self) -> bool:
         """Whether the statistics have been computed (read) yet."""
         return self._values is not None
@@ -134,7 +143,7 @@ class GradientStats(MutableMapping):
     @property
     def gradients(self) -> list:
         """The gradients, one per variable, ``None`` where a variable has none (as :func:`gradient_stats` takes)."""
-        present = iter(self._gradients)
+        present = iter(self._present)
         return [None if missing else next(present) for missing in self._missing]
 
     def _all(self) -> dict[str, Any]:
@@ -160,6 +169,37 @@ class GradientStats(MutableMapping):
     def __repr__(self) -> str:
         state = "computed" if self.computed else "not computed yet"
         return f"GradientStats({state}: {', '.join(self)})"
+
+
+def packed(grads: Sequence[Any]) -> Any:
+    """The gradients as one flat tensor (one output of a compiled step instead of one per variable), or the list
+    itself when their dtypes differ or a shape is not known."""
+    if len({g.dtype for g in grads}) != 1 or not all(g.shape.is_fully_defined() for g in grads):
+        return list(grads)
+    return tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
+
+
+class _Split:
+    """One gradient of a :func:`packed` tensor, split from it when first called."""
+
+    def __init__(self, parts: Callable[[], list], index: int):
+        self.parts, self.index = parts, index
+
+    def __call__(self) -> Any:
+        return self.parts()[self.index]
+
+
+def _unpacked(flat: Any, shapes: Sequence[tuple]) -> list:
+    """Lazy pieces of a :func:`packed` tensor with ``shapes`` (split once, when one is first read)."""
+    cache: list = []
+
+    def parts() -> list:
+        if not cache:
+            sizes = [int(np.prod(shape)) for shape in shapes]
+            cache.extend(tf.reshape(p, shape) for p, shape in zip(tf.split(flat, sizes), shapes))
+        return cache
+
+    return [_Split(parts, k) for k in range(len(shapes))]
 
 
 def _dtype(grads: Sequence[Any]) -> tf.DType:

@@ -29,7 +29,7 @@ import keras
 import tensorflow as tf
 
 from hodiff import _validate
-from hodiff.training.monitor import GradientStats, gradient_stats, write_summaries
+from hodiff.training.monitor import GradientStats, gradient_stats, packed, write_summaries
 from hodiff.training.transforms import Deferred, GradientTransform, all_finite, identity
 
 __all__ = ["TrainStep", "full_precision", "unscale", "xla_reaches"]
@@ -160,6 +160,7 @@ class TrainStep(tf.Module):
         self.summary_writer = summary_writer
         self.jit_compile = jit_compile
         self._missing: list[bool] = []  # which variables had no gradient when the step was traced (monitor)
+        self._shapes: list[tuple] = []  # the shapes of those that had one
         self._compiled_statistics: Callable[..., dict] | None = None
         with strategy.scope() if strategy else contextlib.nullcontext():
             optimizer.build(self.variables_)
@@ -244,7 +245,9 @@ class TrainStep(tf.Module):
         stats = {}
         if self.monitor:  # the raw gradients out, their statistics computed when read (GradientStats)
             self._missing = [g is None for g in grads]
-            stats = {_MONITORED: [g for g in grads if g is not None]}
+            present = [g for g in grads if g is not None]
+            self._shapes = [tuple(g.shape) for g in present]
+            stats = {_MONITORED: packed(present)}
         if self.loss_scaling:
             finite = all_finite(grads)
         # Transforms ignore calls with apply=False: an overflow of the scaled gradient and an
@@ -338,7 +341,7 @@ class TrainStep(tf.Module):
         if self.monitor:
             outputs = dict(outputs)
             outputs["gradient_stats"] = GradientStats(
-                gradients=outputs.pop(_MONITORED), missing=self._missing, compute=self._statistics
+                gradients=outputs.pop(_MONITORED), missing=self._missing, compute=self._statistics, shapes=self._shapes
             )
         if self.summary_writer is not None and self.monitor:
             step = int(self.optimizer.iterations.numpy())  # int() of a distributed variable fails
