@@ -125,7 +125,7 @@ EXAMPLE = Example(
         "default": HeatSettings(
             interior=16384,
             adam_steps=3000,
-            lbfgs_iterations=2000,
+            lbfgs_iterations=1000,
             width=32,
             depth=4,
             dtype="float64",
