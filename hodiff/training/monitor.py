@@ -116,24 +116,24 @@ class GradientStats(MutableMapping):
     ):
         self._values: dict[str, Any] | None = None
         self._gradients: list = []
-        if shapes is not None and gradients is not None and not isinstance(gradients, (list, tuple)):
-            gradients = _unpacked(gradients, shapes)
+        self._flat: Any = None  # a packed tensor, split into _gradients when first read
+        self._shapes = list(shapes or ())
         self._missing: list[bool] = []
         self._compute = compute or gradient_stats
         if gradients is None:
             self._values = dict(items)
             return
-        present = list(gradients)
-        if sum(not m for m in missing) != len(present):
+        if shapes is not None and not isinstance(gradients, (list, tuple)):
+            self._flat, count = gradients, len(self._shapes)
+        else:
+            self._gradients = list(gradients)
+            count = len(self._gradients)
+        if sum(not m for m in missing) != count:
             raise ValueError(
                 f"GradientStats: missing marks {sum(not m for m in missing)} variables with a gradient, but "
-                f"{len(present)} gradients were given; give one flag per variable, True where it has none."
+                f"{count} gradients were given; give one flag per variable, True where it has none."
             )
-        self._gradients, self._missing = present, [bool(m) for m in missing]
-
-    @property
-    def _present(self) -> list:
-        return [g() if callable(g) else g for g in self._gradients]
+        self._missing = [bool(m) for m in missing]
 
     @property
     def computed(self) -> bool:
@@ -143,7 +143,12 @@ class GradientStats(MutableMapping):
     @property
     def gradients(self) -> list:
         """The gradients, one per variable, ``None`` where a variable has none (as :func:`gradient_stats` takes)."""
-        present = iter(self._present)
+        if self._flat is not None:
+            sizes = [int(np.prod(shape)) for shape in self._shapes]
+            pieces = tf.split(self._flat, sizes)
+            self._gradients = [tf.reshape(p, shape) for p, shape in zip(pieces, self._shapes)]
+            self._flat = None
+        present = iter(self._gradients)
         return [None if missing else next(present) for missing in self._missing]
 
     def _all(self) -> dict[str, Any]:
@@ -177,29 +182,6 @@ def packed(grads: Sequence[Any]) -> Any:
     if len({g.dtype for g in grads}) != 1 or not all(g.shape.is_fully_defined() for g in grads):
         return list(grads)
     return tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
-
-
-class _Split:
-    """One gradient of a :func:`packed` tensor, split from it when first called."""
-
-    def __init__(self, parts: Callable[[], list], index: int):
-        self.parts, self.index = parts, index
-
-    def __call__(self) -> Any:
-        return self.parts()[self.index]
-
-
-def _unpacked(flat: Any, shapes: Sequence[tuple]) -> list:
-    """Lazy pieces of a :func:`packed` tensor with ``shapes`` (split once, when one is first read)."""
-    cache: list = []
-
-    def parts() -> list:
-        if not cache:
-            sizes = [int(np.prod(shape)) for shape in shapes]
-            cache.extend(tf.reshape(p, shape) for p, shape in zip(tf.split(flat, sizes), shapes))
-        return cache
-
-    return [_Split(parts, k) for k in range(len(shapes))]
 
 
 def _dtype(grads: Sequence[Any]) -> tf.DType:
