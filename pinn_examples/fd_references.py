@@ -21,6 +21,7 @@ import logging
 import os
 import zipfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse
@@ -274,6 +275,16 @@ def on_test_grid(x: np.ndarray, y: np.ndarray, u: np.ndarray, points: int) -> tu
             f"give a fine grid whose cell count is a multiple of {points - 1}."
         )
     return x[::step], y[::step], u[::step, ::step]
+
+
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "pinnacle"  # ../shared/pinnacle from the repository
+DATA_VARIABLE = "HODIFF_PINNACLE_DATA"  # an environment variable naming another folder for PINNacle's input files
+
+
+def data_dir() -> Path:
+    """The folder of PINNacle's input files (coefficient tables): ``$HODIFF_PINNACLE_DATA`` when set, else
+    :data:`DATA_DIR`."""
+    return Path(os.environ.get(DATA_VARIABLE) or DATA_DIR)
 
 
 @functools.lru_cache(maxsize=4)

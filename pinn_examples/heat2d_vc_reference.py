@@ -41,14 +41,12 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 
-from pinn_examples.fd_references import cached_on_disk
+from pinn_examples.fd_references import cached_on_disk, data_dir
 
 END = 5.0
 TABLE = 256  # the coefficient table's nodes a side
 SEED = 20220722  # PINNacle's seed for its random fields (data/generate_functions.py)
 TABLE_FILE = "heat2d_vc_coef_256.npy"
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "pinnacle"  # ../shared/pinnacle from the repository
-DATA_VARIABLE = "HODIFF_PINNACLE_DATA"
 REFERENCE_M = 2  # each table cell is REFERENCE_M x REFERENCE_M cells: h = 1 / 510
 TEST_STRIDE, TEST_TIMES = 5, np.linspace(0.0, END, 26)  # every fifth table node (52 a side) at 26 times
 PICTURE_TIME = 4.5
@@ -70,7 +68,7 @@ def coefficient_table(directory: str | os.PathLike | None = None) -> np.ndarray:
     """The coefficient ``a[iy, ix]`` (1 or 2) at ``x = ix / 255``, ``y = iy / 255``: PINNacle's table from
     ``directory`` (default ``$HODIFF_PINNACLE_DATA`` or ``../shared/pinnacle``) when it is there, else redrawn
     (``1 + (g > 0)`` of :func:`random_field`, equal to the table at every node)."""
-    folder = Path(directory or os.environ.get(DATA_VARIABLE) or DATA_DIR)
+    folder = Path(directory) if directory else data_dir()
     path = folder / TABLE_FILE
     if path.is_file():
         table = np.load(path).astype(float)

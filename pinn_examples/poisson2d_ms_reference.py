@@ -33,20 +33,13 @@ from pathlib import Path
 import numpy as np
 import scipy.linalg
 
-from pinn_examples.fd_references import cached_on_disk
+from pinn_examples.fd_references import DATA_DIR, DATA_VARIABLE, cached_on_disk, data_dir  # noqa: F401 (DATA_DIR: docs)
 
 HALF = 10.0  # the square is [-HALF, HALF]^2
 BLOCKS = 5  # blocks per side
 BLOCK = 2.0 * HALF / BLOCKS  # a block's side
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "pinnacle"  # ../shared/pinnacle from the repository
-DATA_VARIABLE = "HODIFF_PINNACLE_DATA"  # an environment variable naming another folder for the coefficient files
 A_FILE, F_FILE = "poisson_a_coef.dat", "poisson_f_coef.dat"
 REFERENCE_CELLS = 1600  # cells a side of the cached reference (h = 1/80)
-
-
-def data_dir() -> Path:
-    """The folder of the coefficient files: ``$HODIFF_PINNACLE_DATA`` when set, else :data:`DATA_DIR`."""
-    return Path(os.environ.get(DATA_VARIABLE) or DATA_DIR)
 
 
 def coefficients(directory: str | os.PathLike | None = None) -> tuple[np.ndarray, np.ndarray]:
