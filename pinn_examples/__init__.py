@@ -49,6 +49,7 @@ EXAMPLES = (
     "poisson_lshape",
     "poisson_nd",
     "wave",
+    "wave2d_ms",
 )
 
 

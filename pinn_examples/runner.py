@@ -915,10 +915,11 @@ def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
     if target is None:
         return f"{example.name}: preset {preset!r} has no target (a smoke run)", 0
     value, metric = metrics[example.target_metric], example.target_metric.replace("_", " ").replace("l2", "L2")
+    shown = f"{target:.0e}" if float(f"{target:.0e}") == target else f"{target:.3g}"  # 1e-03, but 1.1 stays 1.1
     if value <= target:
-        return f"{example.name}: target met: {metric} {value:.3e} <= {target:.0e}", 0
+        return f"{example.name}: target met: {metric} {value:.3e} <= {shown}", 0
     return (
-        f"{example.name}: target MISSED: {metric} {value:.3e} > {target:.0e} (exit status {TARGET_MISSED})",
+        f"{example.name}: target MISSED: {metric} {value:.3e} > {shown} (exit status {TARGET_MISSED})",
         TARGET_MISSED,
     )
 

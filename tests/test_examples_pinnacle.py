@@ -442,3 +442,12 @@ def test_poisson_inverse_noise_floor_is_least_squares_and_above_the_target_with_
     assert quadratic["parameters"] == 6 and quadratic["a"] > 3e-2  # a is seen weakly through u
     free_sides = poisson_inverse.noise_floor(0, 0)  # plus u's four corners and one mode per side
     assert free_sides["parameters"] == 9 and free_sides["u"] > 1e-2
+
+
+def test_poisson_inverse_target_is_the_floor_of_its_model_class():
+    floor = poisson_inverse.noise_floor(*poisson_inverse.FLOOR_MODEL)
+    assert floor["parameters"] == 11  # a's constant and two tilts; u's four corners and one mode per side
+    for field, value in poisson_inverse.FLOOR.items():
+        np.testing.assert_allclose(value, floor[field], rtol=1e-3)
+    assert poisson_inverse.EXAMPLE.target == {"default": 1.1}  # within 10% of the floor
+    assert poisson_inverse.EXAMPLE.target_metric == "floor_ratio"

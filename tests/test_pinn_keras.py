@@ -162,7 +162,7 @@ def test_backup_and_restore_resumes_to_the_uninterrupted_weights(tmp_path):
     """Killed after epoch 1 of 4 and restarted in a fresh model (other initial weights, a new
     optimizer): the run ends with the weights, Adam state, parameters and resampled points of
     the run that was never interrupted."""
-    resample = lambda: pinn.UniformResampling(every=2)  # noqa: E731
+    resample = lambda: pinn.UniformResampling(every=10)  # noqa: E731 - every other epoch of 5 steps
     uninterrupted = model_of()
     uninterrupted.fit(epochs=4, steps_per_epoch=5, callbacks=[resample()], verbose=0)
 
@@ -193,6 +193,40 @@ def test_uniform_resampling_draws_new_points_as_a_function_of_the_epoch():
     assert not np.allclose(drawn, start)
     np.testing.assert_array_equal(drawn, PROBLEM.sample_points(16, "sobol", 7919 * 2)["interior"])
     np.testing.assert_array_equal(model.points["data"]["points"].numpy(), OBSERVED), "observations stay"
+
+
+def test_the_trainers_resampling_and_weighting_callbacks_act_between_epochs():
+    """One callback protocol: ResidualResampling and GradNormWeights in fit act at the optimizer's step, as they
+    do in the Trainer; callbacks that read history rows, and an every that splits an epoch, are refused."""
+    model = model_of()
+    start = model.points["interior"].numpy().copy()
+    weights = {term: float(w.numpy()) for term, w in model.term_weights.items()}
+    callbacks = [pinn.ResidualResampling(every=10, candidates=64), pinn.GradNormWeights(every=10, alpha=0.5)]
+    model.fit(epochs=2, steps_per_epoch=5, callbacks=callbacks, verbose=0)
+    assert np.allclose(model.points["interior"].numpy(), start), "step 5 does not resample"
+    moved = {term: float(w.numpy()) for term, w in model.term_weights.items()}
+    assert moved != weights, "the weights moved after step 10"
+    model.fit(epochs=3, initial_epoch=2, steps_per_epoch=5, callbacks=callbacks, verbose=0)
+    drawn = model.points["interior"].numpy()
+    assert not np.allclose(drawn, start), "step 10 resampled"
+    assert drawn.min() >= 0.0 and drawn.max() <= 1.0
+    with pytest.raises(ValueError, match="EarlyStopping reads the trainer's history rows"):
+        model.fit(epochs=1, steps_per_epoch=5, callbacks=[pinn.EarlyStopping()], verbose=0)
+    with pytest.raises(ValueError, match=r"UniformResampling.every=7 must be a multiple of steps_per_epoch=5"):
+        model.fit(epochs=1, steps_per_epoch=5, callbacks=[pinn.UniformResampling(every=7)], verbose=0)
+
+
+def test_uniform_resampling_works_with_the_trainer_too():
+    model = pinn.mlp(DOMAIN, width=8, depth=2, seed=0)
+    trainer = pinn.Trainer(
+        pinn.TrainingData(PROBLEM, 16, "sobol", 0),
+        model,
+        schedule=pinn.Schedule(steps_per_call=5, log_every=5, progress=False),
+        callbacks=[pinn.UniformResampling(every=10)],
+    )
+    trainer.adam(15)
+    drawn_at_step_10 = PROBLEM.sample_points(16, "sobol", 7919 * 10)["interior"]
+    np.testing.assert_array_equal(trainer.data.points["interior"].numpy(), drawn_at_step_10)
 
 
 def test_reference_error_metric_is_exact_over_batches():

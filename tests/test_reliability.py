@@ -468,7 +468,7 @@ def keras_model(seed=0):
 
 
 def fit(model, *callbacks):
-    return model.fit(epochs=4, steps_per_epoch=5, callbacks=[pinn.UniformResampling(every=2), *callbacks], verbose=0)
+    return model.fit(epochs=4, steps_per_epoch=5, callbacks=[pinn.UniformResampling(every=10), *callbacks], verbose=0)
 
 
 @pytest.fixture(scope="module")

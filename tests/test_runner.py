@@ -233,6 +233,9 @@ def test_target_line_and_exit_status():
     )
     line, status = _verdict(heat.EXAMPLE, "default", {"relative_l2_error": 2e-3})
     assert "target MISSED" in line and status == TARGET_MISSED
+    ratio_target = dataclasses.replace(heat.EXAMPLE, target={"default": 1.1}, target_metric="floor_ratio")
+    line, _ = _verdict(ratio_target, "default", {"floor_ratio": 1.2})
+    assert line.endswith("floor ratio 1.200e+00 > 1.1 (exit status 3)")
     no_target = "heat: preset 'fast' has no target (a smoke run)"
     assert _verdict(heat.EXAMPLE, "fast", {"relative_l2_error": 0.5}) == (no_target, 0)
 

@@ -27,6 +27,7 @@ from hodiff.pinn.callbacks import (
     GradNormWeights,
     RelativeL2Error,
     ResidualResampling,
+    UniformResampling,
 )
 from hodiff.pinn.conditions import (
     Condition,
@@ -60,7 +61,7 @@ from hodiff.pinn.geometry import (
     TimeDomain,
     Triangle,
 )
-from hodiff.pinn.keras_model import PINNModel, UniformResampling
+from hodiff.pinn.keras_model import PINNModel
 from hodiff.pinn.lifts import hard_dirichlet
 from hodiff.pinn.metrics import relative_l2_errors
 from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate, PeriodicEmbedding, mlp

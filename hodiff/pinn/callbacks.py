@@ -1,4 +1,5 @@
-"""Callbacks on the :class:`~hodiff.pinn.Trainer`: metrics, early stopping, adaptive weights, resampling.
+"""Callbacks on the :class:`~hodiff.pinn.Trainer` and :class:`~hodiff.pinn.PINNModel`: metrics, early stopping,
+adaptive weights, resampling.
 
 The trainer calls every callback at each history row (Adam and L-BFGS), in two steps: first
 :meth:`Callback.metrics` of every callback, whose values become columns of the row (in
@@ -10,6 +11,14 @@ at its start). Around every compiled call of
 :meth:`Callback.on_chunk_end`: :class:`ResidualResampling` redraws the points before a call
 and :class:`AdaptiveWeights` / :class:`GradNormWeights` move the loss weights after one, each through the trainer's
 :class:`~hodiff.pinn.TrainingData` (``trainer.data``), which owns the points and the weights.
+
+The same callbacks work in :meth:`PINNModel.fit <hodiff.pinn.PINNModel.fit>` (one protocol): there a chunk is
+an epoch of ``steps_per_epoch`` steps, ``trainer`` is the model (its ``data`` is the
+:class:`~hodiff.pinn.TrainingData`), and ``fit`` is one ``"adam"`` phase. The resampling and weighting callbacks
+(:class:`ResidualResampling`, :class:`UniformResampling`, :class:`AdaptiveWeights`, :class:`GradNormWeights`)
+need only those hooks; a callback with :meth:`Callback.metrics` or :meth:`Callback.on_log` reads the trainer's
+history rows, which ``fit`` does not keep (its Keras equivalents: ``keras.callbacks.EarlyStopping``,
+``validation_data``), and ``fit`` refuses it.
 
 A callback should decide from the trainer's history (``trainer.history``, restored on resume)
 rather than from state of its own, so that a resumed run decides exactly as an uninterrupted
@@ -68,7 +77,15 @@ from hodiff.pinn.metrics import relative_l2_errors
 if TYPE_CHECKING:
     from hodiff.pinn.trainer import Trainer
 
-__all__ = ["AdaptiveWeights", "Callback", "EarlyStopping", "GradNormWeights", "RelativeL2Error", "ResidualResampling"]
+__all__ = [
+    "AdaptiveWeights",
+    "Callback",
+    "EarlyStopping",
+    "GradNormWeights",
+    "RelativeL2Error",
+    "ResidualResampling",
+    "UniformResampling",
+]
 
 
 class Callback:
@@ -177,6 +194,31 @@ class ResidualResampling(Callback):
     def on_chunk_begin(self, trainer: Trainer, step: int) -> None:
         if step and step % self.every == 0:
             trainer.data.resample_by_residual(step, self.candidates, self.k, self.c)
+
+
+@dataclasses.dataclass
+class UniformResampling(Callback):
+    """Uniform redraws of every point set every ``every`` Adam steps (conditions with fixed points keep theirs).
+
+    The draw at step ``s`` has seed ``seed + 7919 s`` (:meth:`TrainingData.redraw_for_step
+    <hodiff.pinn.TrainingData.redraw_for_step>`), a function of the step only, so a resumed run (a
+    :class:`~hodiff.pinn.Trainer` checkpoint, or Keras's ``BackupAndRestore`` in
+    :meth:`PINNModel.fit <hodiff.pinn.PINNModel.fit>`) trains on the same points as the uninterrupted one.
+    ``every`` is a multiple of the trainer's ``steps_per_call`` (of ``fit``'s ``steps_per_epoch``).
+    """
+
+    every: int = 1000
+
+    def __post_init__(self):
+        _validate.check_finite_number(self.every, "every", type(self).__name__, 1, integer=True)
+
+    def on_chunk_begin(self, trainer: Trainer, step: int) -> None:
+        if step and step % self.every == 0:
+            trainer.data.redraw_for_step(step)
+
+
+# the callbacks that redraw points or move weights every `every` steps: `every` counts whole chunks
+EVERY_CHUNKS = (AdaptiveWeights, ResidualResampling, UniformResampling)
 
 
 class RelativeL2Error(Callback):

@@ -60,7 +60,7 @@ _SEED_STRIDE = 1_000_003  # seed * _SEED_STRIDE + step: one draw per (seed, step
 # Added to the draw's seed per replica id, so replicas draw independent directions (replica 0 draws what
 # one replica draws); far beyond any step count, so no two draws collide.
 REPLICA_SEED_STRIDE = 2**40
-_EPOCH_STRIDE = 7919  # the uniform redraw at epoch e uses seed + _EPOCH_STRIDE * e
+_STEP_STRIDE = 7919  # the uniform redraw at step s uses seed + _STEP_STRIDE * s
 SAMPLINGS = ("sobol", "lhs", "random")
 
 FreshPoints = Callable[[int, tf.Tensor, tf.DType], tf.Tensor]
@@ -588,6 +588,6 @@ class TrainingData:
             for key, variable in self.points[condition.name].items():
                 variable.assign(np.asarray(sampled[condition.name][key]))
 
-    def redraw_for_epoch(self, epoch: int) -> None:
-        """:meth:`redraw` with seed ``seed + 7919 * epoch``, a function of the epoch only."""
-        self.redraw(self.seed + _EPOCH_STRIDE * int(epoch))
+    def redraw_for_step(self, step: int) -> None:
+        """:meth:`redraw` with seed ``seed + 7919 * step``, a function of the training step only."""
+        self.redraw(self.seed + _STEP_STRIDE * int(step))

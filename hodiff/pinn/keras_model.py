@@ -10,7 +10,9 @@ metrics are) and the current value of every parameter. ``validation_data=(points
 adds ``val_reference_error``, the relative L2 error against reference values, after each
 epoch. So ``EarlyStopping``, ``ModelCheckpoint``, ``BackupAndRestore``, ``CSVLogger``,
 ``TensorBoard``, ``ReduceLROnPlateau`` and any ``keras.callbacks.Callback`` work as usual.
-:class:`UniformResampling` redraws the points every few epochs.
+The trainer's callbacks that redraw points or move loss weights (:class:`~hodiff.pinn.UniformResampling`,
+:class:`~hodiff.pinn.ResidualResampling`, :class:`~hodiff.pinn.AdaptiveWeights`,
+:class:`~hodiff.pinn.GradNormWeights`) go in ``fit``'s ``callbacks`` as they are: one epoch is one of their chunks.
 
 Example:
   ```python
@@ -40,12 +42,13 @@ import numpy as np
 import tensorflow as tf
 
 from hodiff import _validate
+from hodiff.pinn.callbacks import EVERY_CHUNKS, Callback
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.geometry import warn_outside
 from hodiff.pinn.problem import Problem
 from hodiff.training.step import full_precision
 
-__all__ = ["PINNModel", "ReferenceErrorMetric", "UniformResampling"]
+__all__ = ["PINNModel", "ReferenceErrorMetric"]
 
 
 class ReferenceErrorMetric(keras.metrics.Metric):
@@ -254,7 +257,8 @@ class PINNModel(keras.Model):
             for one field or ``(N, fields)``; logged as ``val_reference_error`` after each epoch.
           validation_batch_size: points per batch for the reference error (default all at once).
           **kwargs: any other argument of ``keras.Model.fit`` (``callbacks``, ``verbose``,
-            ``initial_epoch``, ``validation_freq``).
+            ``initial_epoch``, ``validation_freq``). ``callbacks`` may mix Keras callbacks with the trainer's
+            (:class:`~hodiff.pinn.callbacks.Callback`: resampling, adaptive weights), called once an epoch.
 
         Returns:
           The Keras ``History``.
@@ -271,6 +275,7 @@ class PINNModel(keras.Model):
         if validation_data is not None:
             points, values = validation_data
             validation_data = self._reference_dataset(points, values, validation_batch_size, "PINNModel.fit")
+        kwargs["callbacks"] = _bridged(list(kwargs.get("callbacks") or []), steps_per_epoch)
         steps = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).repeat()
         return super().fit(
             steps,
@@ -323,28 +328,51 @@ class PINNModel(keras.Model):
         self.data.redraw(seed)
 
 
-class UniformResampling(keras.callbacks.Callback):
-    """Redraws a :class:`PINNModel`'s points uniformly at the start of every ``every``-th epoch.
+def _bridged(callbacks: list, steps_per_epoch: int) -> list:
+    """``callbacks`` with the trainer's (:class:`~hodiff.pinn.callbacks.Callback`) replaced by one Keras callback
+    that calls them; those that read history rows (``metrics``, ``on_log``) are refused."""
+    ours = [callback for callback in callbacks if isinstance(callback, Callback)]
+    for callback in ours:
+        name = type(callback).__name__
+        if type(callback).metrics is not Callback.metrics or type(callback).on_log is not Callback.on_log:
+            raise ValueError(
+                f"PINNModel.fit: {name} reads the trainer's history rows (metrics / on_log), which fit does not keep; "
+                "use its Keras equivalent (keras.callbacks.EarlyStopping, validation_data=(points, values) for the "
+                "reference error) or train with pinn.Trainer."
+            )
+        if isinstance(callback, EVERY_CHUNKS) and callback.every % steps_per_epoch:
+            raise ValueError(
+                f"PINNModel.fit: {name}.every={callback.every} must be a multiple of steps_per_epoch="
+                f"{steps_per_epoch} (it acts between epochs); change one of them."
+            )
+    keras_callbacks = [callback for callback in callbacks if not isinstance(callback, Callback)]
+    return keras_callbacks + ([_TrainerCallbacks(ours)] if ours else [])
 
-    Epoch ``e`` draws with seed ``seed + 7919 * e`` (:meth:`TrainingData.redraw_for_epoch
-    <hodiff.pinn.TrainingData.redraw_for_epoch>`), a function of the epoch only, so a run
-    resumed by ``BackupAndRestore`` (whose backup holds the points) trains on the same points
-    as the uninterrupted one. For residual-based resampling with the
-    :class:`~hodiff.pinn.Trainer` see :class:`~hodiff.pinn.ResidualResampling`.
 
-    Args:
-      every: epochs between draws, an int >= 1.
-    """
+class _TrainerCallbacks(keras.callbacks.Callback):
+    """The trainer's callbacks in ``fit``: an epoch is a chunk, ``fit`` one ``"adam"`` phase, the model the
+    trainer (it has the ``data``). The step is the optimizer's, so a run resumed by ``BackupAndRestore`` acts as
+    the uninterrupted one."""
 
-    def __init__(self, every: int = 1):
+    def __init__(self, callbacks: list[Callback]):
         super().__init__()
-        _validate.check_count(every, "every", type(self).__name__)
-        self.every = every
+        self.callbacks = callbacks
+
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    def on_train_begin(self, logs: Mapping | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_phase_begin(self.model, "adam")
 
     def on_epoch_begin(self, epoch: int, logs: Mapping | None = None) -> None:
-        if not isinstance(self.model, PINNModel):
-            raise TypeError(
-                f"{type(self).__name__}: works on a hodiff.pinn.PINNModel, not a {type(self.model).__name__}."
-            )
-        if epoch and epoch % self.every == 0:
-            self.model.data.redraw_for_epoch(epoch)
+        for callback in self.callbacks:
+            callback.on_chunk_begin(self.model, self._step())
+
+    def on_epoch_end(self, epoch: int, logs: Mapping | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_chunk_end(self.model, self._step())
+
+    def on_train_end(self, logs: Mapping | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_phase_end(self.model, "adam", self.model.history)

@@ -51,7 +51,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from hodiff import _validate
-from hodiff.pinn.callbacks import AdaptiveWeights, Callback, GradNormWeights, ResidualResampling
+from hodiff.pinn.callbacks import EVERY_CHUNKS, AdaptiveWeights, Callback, GradNormWeights, ResidualResampling
 from hodiff.pinn.conditions import Initial, named_columns
 from hodiff.pinn.data import TrainingData
 from hodiff.pinn.diagnostics import StallDiagnostic
@@ -151,7 +151,7 @@ class Trainer:
                     f"Trainer: callbacks must be hodiff.pinn.callbacks.Callback objects (subclass Callback and "
                     f"override on_log / metrics), got {type(callback).__name__}."
                 )
-            if isinstance(callback, (AdaptiveWeights, ResidualResampling)):
+            if isinstance(callback, EVERY_CHUNKS):
                 check_every(callback.every, schedule.steps_per_call, f"{type(callback).__name__}.every")
         if schedule.diagnose_every and not any(isinstance(c, StallDiagnostic) for c in callbacks):
             callbacks = [*callbacks, StallDiagnostic(every=schedule.diagnose_every)]
