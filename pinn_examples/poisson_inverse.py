@@ -156,6 +156,48 @@ def forward_solve(coefficient, boundary, n=SAMPLES_PER_AXIS):
     return u
 
 
+def _legendre(degree, s):
+    from numpy.polynomial import legendre
+
+    return legendre.legval(2.0 * s - 1.0, [0.0] * degree + [1.0])
+
+
+def _a_model(a_degree):
+    """The modes ``(i, j)``, ``i + j <= a_degree``, and ``a(c)(x, y) = A + 16 x(1-x) y(1-y) sum c_ij P_i P_j``."""
+    modes = [(i, j) for i in range(a_degree + 1) for j in range(a_degree + 1 - i)]
+    boundary = lambda p, q: exact(p, q, ("a",))["a"]
+    bubble = lambda p, q: 16.0 * p * (1.0 - p) * q * (1.0 - q)
+
+    def coefficient(c):
+        def a(p, q):
+            interior = sum(ci * _legendre(i, p) * _legendre(j, q) for ci, (i, j) in zip(c, modes))
+            return coons(boundary, p, q, 0.0, 1.0, 0.0, 1.0) + bubble(p, q) * interior
+
+        return a
+
+    return modes, coefficient
+
+
+def _side_profiles(u_sides_degree, n):
+    """``u``'s side-value modes as ``(n, n)`` arrays (the border holds them): the four corner values (linear
+    along the sides), then ``s(1-s) P_m(2s-1)``, ``m <= u_sides_degree``, on each side; none for ``None``."""
+    if u_sides_degree is None:
+        return []
+    axis, zero = np.linspace(0.0, 1.0, n), np.zeros((n, n))
+    profiles = []
+    for corner in ((0, 0), (0, -1), (-1, 0), (-1, -1)):
+        hat = zero.copy()
+        hat[corner[0], :] = axis[::-1] if corner[1] == 0 else axis
+        hat[:, corner[1]] = axis[::-1] if corner[0] == 0 else axis
+        profiles.append(hat)
+    for m in range(u_sides_degree + 1):
+        for side in ((0, slice(None)), (-1, slice(None)), (slice(None), 0), (slice(None), -1)):
+            profile = zero.copy()
+            profile[side] = axis * (1.0 - axis) * _legendre(m, axis)
+            profiles.append(profile)
+    return profiles
+
+
 def noise_floor(a_degree, u_sides_degree=None, step=1e-6):
     """The smallest L2RE of ``u`` and ``a`` that least squares on the 2,500 noisy samples can expect.
 
@@ -168,6 +210,7 @@ def noise_floor(a_degree, u_sides_degree=None, step=1e-6):
     the ``p`` parameters), so the expected mean squared error of ``u`` at the samples is
     ``sigma^2 p / 2500`` whatever the parameters are; that of ``a`` depends on how weakly ``u``
     sees it. ``a``'s figure adds the model's own bias (its distance to the truth) in quadrature.
+    An expectation over noise draws: :func:`least_squares_fit` is the fit on this problem's one draw.
 
     Args:
       a_degree: the largest total degree of ``a``'s Legendre modes (0: one parameter).
@@ -178,40 +221,25 @@ def noise_floor(a_degree, u_sides_degree=None, step=1e-6):
       ``{"parameters": p, "u": L2RE, "a": L2RE, "a_bias": L2RE of the best a in the model}``,
       root mean squares over the 50 x 50 grid.
     """
-    from numpy.polynomial import legendre
-
     n = SAMPLES_PER_AXIS
     axis = np.linspace(0.0, 1.0, n)
     x, y = np.meshgrid(axis, axis, indexing="ij")
     truth = exact(x, y)
-    a_boundary = lambda p, q: exact(p, q, ("a",))["a"]
-    lift = coons(a_boundary, x, y, 0.0, 1.0, 0.0, 1.0)
-    bubble = lambda p, q: 16.0 * p * (1.0 - p) * q * (1.0 - q)
-    mode = lambda degree, s: legendre.legval(2.0 * s - 1.0, [0.0] * degree + [1.0])
-    a_modes = [(i, j) for i in range(a_degree + 1) for j in range(a_degree + 1 - i)]
-    a_columns = np.stack([(bubble(x, y) * mode(i, x) * mode(j, y)).ravel() for i, j in a_modes], axis=1)
-    best = np.linalg.lstsq(a_columns, (truth["a"] - lift).ravel(), rcond=None)[0]
-    bias = np.sqrt(np.mean((lift.ravel() + a_columns @ best - truth["a"].ravel()) ** 2))
+    a_modes, coefficient = _a_model(a_degree)
+    lift = coefficient(np.zeros(len(a_modes)))
+    columns = [lambda p, q, k=k: coefficient(np.eye(len(a_modes))[k])(p, q) - lift(p, q) for k in range(len(a_modes))]
+    a_columns = np.stack([column(x, y).ravel() for column in columns], axis=1)
+    best = np.linalg.lstsq(a_columns, (truth["a"] - lift(x, y)).ravel(), rcond=None)[0]
+    bias = np.sqrt(np.mean((lift(x, y).ravel() + a_columns @ best - truth["a"].ravel()) ** 2))
+    true_a = lambda p, q: exact(p, q, ("a",))["a"]  # linearised at the truth
     zero = np.zeros((n, n))
-    u0 = forward_solve(a_boundary, zero)
+    u0 = forward_solve(true_a, zero)
     sensitivities = []
-    for i, j in a_modes:
-        moved = lambda p, q, i=i, j=j: a_boundary(p, q) + step * bubble(p, q) * mode(i, p) * mode(j, q)
+    for column in columns:
+        moved = lambda p, q, column=column: true_a(p, q) + step * column(p, q)
         sensitivities.append(((forward_solve(moved, zero) - u0) / step).ravel())
-    sides = []
-    if u_sides_degree is not None:
-        for corner in ((0, 0), (0, -1), (-1, 0), (-1, -1)):
-            hat = zero.copy()
-            hat[corner[0], :] = axis[::-1] if corner[1] == 0 else axis
-            hat[:, corner[1]] = axis[::-1] if corner[0] == 0 else axis
-            sides.append(hat)
-        for m in range(u_sides_degree + 1):
-            for side in ((0, slice(None)), (-1, slice(None)), (slice(None), 0), (slice(None), -1)):
-                profile = zero.copy()
-                profile[side] = axis * (1.0 - axis) * mode(m, axis)
-                sides.append(profile)
-    for values in sides:  # u is linear in its side values
-        sensitivities.append((forward_solve(a_boundary, values) - u0).ravel())
+    for values in _side_profiles(u_sides_degree, n):  # u is linear in its side values
+        sensitivities.append((forward_solve(true_a, values) - u0).ravel())
     jacobian = np.stack(sensitivities, axis=1)
     covariance = NOISE**2 * np.linalg.inv(jacobian.T @ jacobian)
     u_error = np.sqrt(np.einsum("ij,jk,ik->", jacobian, covariance, jacobian) / n**2)
@@ -224,6 +252,42 @@ def noise_floor(a_degree, u_sides_degree=None, step=1e-6):
         "a": float(a_error / rms("a")),
         "a_bias": float(bias / rms("a")),
     }
+
+
+def least_squares_fit(a_degree, u_sides_degree=None, samples=None):
+    """The least-squares fit of :func:`noise_floor`'s model to the samples: what that model class gets from this
+    one noise draw (the floor is the expectation over draws).
+
+    Args:
+      a_degree: as :func:`noise_floor`.
+      u_sides_degree: as :func:`noise_floor`.
+      samples: ``u`` at the 50 x 50 grid, ``(2500,)``; default :func:`observations`' (this problem's draw).
+
+    Returns:
+      ``{"u": L2RE, "a": L2RE, "data": mean squared misfit}``, the errors on the 101 x 101 test grid.
+    """
+    import scipy.optimize
+
+    n = SAMPLES_PER_AXIS
+    samples = observations()[1] if samples is None else samples
+    a_modes, coefficient = _a_model(a_degree)
+    sides = _side_profiles(u_sides_degree, n)
+
+    def solve(theta, size):
+        border = sum((c * profile for c, profile in zip(theta[len(a_modes) :], _side_profiles(u_sides_degree, size))))
+        return forward_solve(coefficient(theta[: len(a_modes)]), np.zeros((size, size)) + border, size)
+
+    fit = scipy.optimize.least_squares(
+        lambda theta: solve(theta, n).ravel() - samples, np.zeros(len(a_modes) + len(sides))
+    )
+    test = np.linspace(0.0, 1.0, 101)
+    x, y = np.meshgrid(test, test, indexing="ij")
+    truth = exact(x, y)
+    predicted = {"u": solve(fit.x, len(test)), "a": coefficient(fit.x[: len(a_modes)])(x, y)}
+    errors = {
+        field: float(np.linalg.norm(predicted[field] - truth[field]) / np.linalg.norm(truth[field])) for field in truth
+    }
+    return {**errors, "data": float(np.mean(fit.fun**2))}
 
 
 def residual(d, x, p):

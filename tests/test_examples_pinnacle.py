@@ -451,3 +451,15 @@ def test_poisson_inverse_target_is_the_floor_of_its_model_class():
         np.testing.assert_allclose(value, floor[field], rtol=1e-3)
     assert poisson_inverse.EXAMPLE.target == {"default": 1.1}  # within 10% of the floor
     assert poisson_inverse.EXAMPLE.target_metric == "floor_ratio"
+
+
+def test_poisson_inverse_least_squares_fit_of_the_model_class():
+    """Noise-free samples: the fit is the model's own bias (and the solver's h^2); this problem's draw: twice the
+    floor on a."""
+    axis = np.linspace(0.0, 1.0, 50)
+    clean = poisson_inverse.exact(*np.meshgrid(axis, axis, indexing="ij"), ("u",))["u"].ravel()
+    exact_fit = poisson_inverse.least_squares_fit(*poisson_inverse.FLOOR_MODEL, samples=clean)
+    assert exact_fit["data"] < 1e-6 and exact_fit["a"] < 4e-3 and exact_fit["u"] < 1e-3
+    drawn = poisson_inverse.least_squares_fit(*poisson_inverse.FLOOR_MODEL)
+    assert 0.0095 < drawn["data"] < 0.0099  # the noise's variance, less the 11 fitted directions
+    np.testing.assert_allclose([drawn["u"], drawn["a"]], [1.47e-2, 4.23e-2], rtol=1e-2)
