@@ -71,7 +71,7 @@ def lost_solution(
     else:
         edges = list(np.linspace(*domain.bounds[domain.time], 11))
     times = points[:, domain.coords.index(domain.time)]
-    return worse_than_zero(predicted, exact, times, edges, fields)
+    return worse_than_zero(predicted, exact, times, edges, fields, marched=bool(windows))
 
 
 def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -> dict[str, np.ndarray]:

@@ -22,6 +22,9 @@ def test_the_interval_where_the_error_passes_one_is_named():
     message = worse_than_zero(grown, exact, t, (0.0, 1.0, 2.0, 3.0))
     assert "worse than predicting zero" in message and "window 2 of 3 (t in [1, 2])" in message
     assert "per window: 0, " in message
+    # one run's time axis cut into slices: named as slices, without the advice about later windows
+    sliced = worse_than_zero(grown, exact, t, (0.0, 1.0, 2.0, 3.0), marched=False)
+    assert "time slice 2 of 3 (t in [1, 2])" in sliced and "window" not in sliced
     # only the fields scored count; a steady problem gets the message without windows
     assert worse_than_zero(grown, exact, t, (0.0, 3.0), fields=("v",)) is None
     steady = worse_than_zero({"u": -3.0 * exact["u"]}, {"u": exact["u"]})

@@ -81,6 +81,7 @@ def worse_than_zero(
     times: Any = None,
     edges: Sequence[float] | None = None,
     fields: Sequence[str] | None = None,
+    marched: bool = True,
 ) -> str | None:
     """Says so when a prediction is worse than predicting zero everywhere, and from which time interval on.
 
@@ -93,6 +94,8 @@ def worse_than_zero(
       times: ``(N,)`` the time of each point (``None``: a steady problem).
       edges: the bounds of the intervals (the time windows, or equal slices), ascending.
       fields: the fields combined (default: all of ``reference``).
+      marched: whether the intervals are the time windows of a marched run (``True``) or slices of one run's
+        time axis (``False``); it names them in the message.
 
     Returns:
       ``None`` when the error over all points is below 1; else a message with the error, the first interval
@@ -130,8 +133,13 @@ def worse_than_zero(
     passing = [k for k, error in enumerate(per_interval) if error > 1.0]
     first = passing[0] if passing else int(np.nanargmax(per_interval))
     listed = ", ".join(f"{error:.2g}" for error in per_interval)
+    interval = "window" if marched else "time slice"
+    advice = (
+        "Later windows start from that one's end, so look at its training first (its loss terms in history.csv)."
+        if marched
+        else "Look at the residual there first (its loss terms in history.csv are the whole run's)."
+    )
     return (
-        f"{lost} The error passes 1 in window {first + 1} of {len(per_interval)} (t in [{edges[first]:g}, "
-        f"{edges[first + 1]:g}]); per window: {listed}. Later windows start from that one's end, so look at its "
-        "training first (its loss terms in history.csv)."
+        f"{lost} The error passes 1 in {interval} {first + 1} of {len(per_interval)} (t in [{edges[first]:g}, "
+        f"{edges[first + 1]:g}]); per {interval}: {listed}. {advice}"
     )
