@@ -98,13 +98,19 @@ def hard_transform(length: float):
     return transform
 
 
+def space_time(end: float = END):
+    """The unit square times ``[0, end]``."""
+    from hodiff import pinn
+
+    return pinn.Rectangle(("x", "y"), (0.0, 0.0), (1.0, 1.0)) * pinn.TimeDomain("t", 0.0, end)
+
+
 def windows(settings: WaveSettings, end: float = END):
     """The ``settings.time_windows`` windows on ``[0, end]``, handed on as sine series in ``x`` and ``y``."""
     from hodiff import pinn
 
     sine = pinn.Sine(0.0, 1.0, settings.restart_grid)
-    domain = pinn.Rectangle(("x", "y"), (0.0, 0.0), (1.0, 1.0)) * pinn.TimeDomain("t", 0.0, end)
-    restart = pinn.SeriesRestart(domain, {"x": sine, "y": sine}, settings.dtype)
+    restart = pinn.SeriesRestart(space_time(end), {"x": sine, "y": sine}, settings.dtype)
     transform = hard_transform(end / settings.time_windows)
     return pinn.TimeWindows(settings.time_windows, initial, transform, restart, local_time=True)
 
@@ -112,7 +118,7 @@ def windows(settings: WaveSettings, end: float = END):
 def build(settings: WaveSettings, end: float = END):
     from hodiff import pinn
 
-    domain = pinn.Rectangle(("x", "y"), (0.0, 0.0), (1.0, 1.0)) * pinn.TimeDomain("t", 0.0, end)
+    domain = space_time(end)
     one = windows(dataclasses.replace(settings, time_windows=1), end)
     problem = pinn.Problem(
         domain,
