@@ -1031,105 +1031,111 @@ def _restore(example: Example, prefixes: list[str]) -> tuple[Any, Any, Settings,
     raise SystemExit(f"--evaluate: no checkpoint of the run could be read: {'; '.join(failures)}")
 
 
-def evaluate(example: Example, args: argparse.Namespace) -> int:
-    """``--evaluate POINTS.npy``: the trained run in ``--output`` at the points, into ``evaluation.npz``.
+def trained_solution(example: Example, output: str) -> tuple[Any, Callable[[np.ndarray], np.ndarray], str, int]:
+    """The trained run in ``output``: its problem, its solution and which checkpoint answers.
 
-    Builds the example with the settings stored in its newest checkpoint, restores the trained
-    weights (no training, no file of the run is changed) and writes ``<output>/evaluation.npz``
-    atomically: ``points``, one ``(N,)`` array per field, and which ``checkpoint`` (its name) and
-    ``step`` were used, with a warning when it is not the newest (that one was unreadable). A run
-    written by another example is refused. Points outside the domain stop with an error, or get
-    NaN with a warning under ``--outside nan``.
+    Builds the example with the settings stored in its newest readable checkpoint and restores the trained weights
+    (no training, no file of the run is changed), with a warning when that checkpoint is not the newest (the newest
+    was unreadable); a time-marching run answers each point from the window its time falls in
+    (:func:`hodiff.pinn.restore_marching`). A run written by another example is refused (SystemExit).
+
+    Returns:
+      ``(problem, predict, checkpoint, step)``: ``predict(points (N, d)) -> (N, fields)`` float64, the checkpoint's
+      name (``window-<k>/ckpt-<n>`` for a marched run) and its step.
     """
     import tensorflow as tf
 
-    logging.basicConfig(format="%(message)s")
-    if os.path.isdir(os.path.join(args.output, "window-0")):  # a time-marching run: every window's newest checkpoint
-        return _evaluate_windows(example, args)
-    prefixes = _trained_checkpoints(args.output)
-    points = _load_points(args.evaluate)
-    problem, model, _, prefix = _restore(example, prefixes)
-    step = int(prefix.rsplit("-", 1)[1])  # checkpoints are numbered by the run's step (Adam steps + L-BFGS iterations)
+    from hodiff import pinn
+
+    marched = os.path.isdir(os.path.join(output, "window-0"))
+    prefixes = _trained_checkpoints(os.path.join(output, "window-0") if marched else output)
+    problem, model, settings, prefix = _restore(example, prefixes)
+    if marched:
+        if example.windows is None:
+            raise SystemExit(f"--evaluate: {example.name} has no time-marching windows, but {output} holds some.")
+        windows = example.windows(settings)
+        try:
+            marching = pinn.restore_marching(problem, model, windows, output)
+        except FileNotFoundError as error:
+            raise SystemExit(f"--evaluate: {error}") from None
+        last = _trained_checkpoints(os.path.join(output, f"window-{windows.count - 1}"))[0]
+        return problem, marching.predict, f"window-{windows.count - 1}/{os.path.basename(last)}", _step(last)
     if prefix != prefixes[0]:
         logging.getLogger(__name__).warning(
             "--evaluate: the newest checkpoint %s is unreadable; evaluated the older %s (step %d) instead.",
             os.path.basename(prefixes[0]),
             os.path.basename(prefix),
-            step,
+            _step(prefix),
         )
     dtype = model.weights[0].dtype
     solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True, autograph=False)
     batch = 65536
-    predict = (
-        lambda points: np.concatenate(  # noqa: E731
-            [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
-            or [np.zeros((0, len(problem.fields)))]
-        )
-    )
-    return _write_evaluation(example, args, problem, points, predict, os.path.basename(prefix), step)
+
+    def predict(points: np.ndarray) -> np.ndarray:
+        parts = [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
+        return np.concatenate(parts or [np.zeros((0, len(problem.fields)))])
+
+    return problem, predict, os.path.basename(prefix), _step(prefix)
 
 
-def _evaluate_windows(example: Example, args: argparse.Namespace) -> int:
-    """``--evaluate`` of a time-marching run: each point answered by the window its time falls in
-    (:func:`hodiff.pinn.restore_marching`), with the settings stored in the first window's checkpoint."""
-    from hodiff import pinn
-
-    window = os.path.join(args.output, "window-0")
-    prefixes = _trained_checkpoints(window)
-    points = _load_points(args.evaluate)
-    problem, model, settings, _ = _restore(example, prefixes)
-    if example.windows is None:
-        raise SystemExit(f"--evaluate: {example.name} has no time-marching windows, but {args.output} holds some.")
-    windows = example.windows(settings)
-    try:
-        marching = pinn.restore_marching(problem, model, windows, args.output)
-    except FileNotFoundError as error:
-        raise SystemExit(f"--evaluate: {error}") from None
-    last = os.path.join(args.output, f"window-{windows.count - 1}")
-    prefix = _trained_checkpoints(last)[0]
-    checkpoint = f"window-{windows.count - 1}/{os.path.basename(prefix)}"
-    step = int(prefix.rsplit("-", 1)[1])
-    return _write_evaluation(example, args, problem, points, marching.predict, checkpoint, step)
+def _step(prefix: str) -> int:
+    """The step of a checkpoint ``.../ckpt-<step>`` (numbered by the run's Adam steps + L-BFGS iterations)."""
+    return int(prefix.rsplit("-", 1)[1])
 
 
-def _write_evaluation(
-    example: Example,
-    args: argparse.Namespace,
-    problem: Any,
-    points: np.ndarray,
-    predict: Callable[[np.ndarray], np.ndarray],
-    checkpoint: str,
-    step: int,
-) -> int:
-    """The checks of ``--evaluate``'s points against the domain, then ``evaluation.npz`` (atomically)."""
-    from hodiff.pinn.runlog import atomic_write
+def evaluate_points(example: Example, output: str, points: np.ndarray, outside: str = "error") -> dict[str, Any]:
+    """The trained run in ``output`` at ``points``: what ``--evaluate`` writes, as a function call.
 
+    Args:
+      example: the example that wrote the run.
+      output: the run's directory (``--output``).
+      points: ``(N, d)`` float array, columns in the domain's coordinate order.
+      outside: ``"error"`` (default): points outside the domain stop with SystemExit naming the first;
+        ``"nan"``: their values are NaN, with a warning.
+
+    Returns:
+      ``{"points": points, <field>: (N,) float64 for each field, "checkpoint": its name, "step": its step}``.
+    """
+    logging.basicConfig(format="%(message)s")
+    problem, predict, checkpoint, step = trained_solution(example, output)
     coords = tuple(problem.domain.coords)
-    if points.shape[1] != len(coords):
+    columns = points.shape[1] if points.ndim == 2 else f"shape {points.shape}, not"
+    if columns != len(coords):
         raise SystemExit(
-            f"--evaluate {args.evaluate}: the points have {points.shape[1]} columns; {example.name}'s domain has "
-            f"coordinates {coords}, so give {len(coords)} columns in that order."
+            f"--evaluate: the points have {columns} columns; {example.name}'s domain has coordinates {coords}, so "
+            f"give {len(coords)} columns in that order."
         )
     inside = inside_domain(problem.domain, points)
     if not inside.all():
         first = int(np.flatnonzero(~inside)[0])
         where = ", ".join(f"{name}={value:.6g}" for name, value in zip(coords, points[first]))
         message = (
-            f"--evaluate {args.evaluate}: {int((~inside).sum())} of {len(points)} points are outside "
+            f"--evaluate: {int((~inside).sum())} of {len(points)} points are outside "
             f"{example.name}'s domain (the first is row {first}: {where})"
         )
-        if args.outside == "error":
-            raise SystemExit(f"{message}; remove them, or pass --outside nan to get NaN there.")
+        if outside == "error":
+            raise SystemExit(f"{message}; remove them, or pass --outside nan (outside='nan') to get NaN there.")
         logging.getLogger(__name__).warning("%s; their values are NaN (--outside nan).", message)
     values = np.asarray(predict(points), dtype=np.float64)
     values[~inside] = np.nan
     fields = {name: values[:, i] for i, name in enumerate(problem.fields)}
+    return {"points": points, **fields, "checkpoint": checkpoint, "step": step}
+
+
+def evaluate(example: Example, args: argparse.Namespace) -> int:
+    """``--evaluate POINTS.npy``: :func:`evaluate_points` of the run in ``--output`` at the points in the file,
+    written atomically to ``<output>/evaluation.npz``: ``points``, one ``(N,)`` array per field, and which
+    ``checkpoint`` (its name) and ``step`` answered."""
+    from hodiff.pinn.runlog import atomic_write
+
+    evaluated = evaluate_points(example, args.output, _load_points(args.evaluate), args.outside)
     path = os.path.join(args.output, "evaluation.npz")
     with atomic_write(path) as temporary, open(temporary, "wb") as file:
-        np.savez(file, points=points, **fields, checkpoint=checkpoint, step=step)
+        np.savez(file, **evaluated)
+    fields = [name for name in evaluated if name not in ("points", "checkpoint", "step")]
     print(
-        f"{example.name}: evaluated {', '.join(problem.fields)} of the run in {args.output} "
-        f"({checkpoint}) at {len(points)} points; wrote {path}"
+        f"{example.name}: evaluated {', '.join(fields)} of the run in {args.output} ({evaluated['checkpoint']}) "
+        f"at {len(evaluated['points'])} points; wrote {path}"
     )
     return 0
 

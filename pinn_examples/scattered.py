@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -75,7 +73,7 @@ def lost_solution(
 
 
 def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -> dict[str, np.ndarray]:
-    """The trained run in ``output`` at ``points``, through ``--evaluate`` as a user asks for it.
+    """The trained run in ``output`` at ``points``, as ``--evaluate`` answers.
 
     Args:
       scattered: the example the run belongs to.
@@ -83,19 +81,10 @@ def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -
       points: ``(N, d)``, columns in the domain's coordinate order.
 
     Returns:
-      the arrays of the ``evaluation.npz`` it writes in ``output``: ``points``, one ``(N,)`` per field,
-      ``checkpoint`` and ``step``.
-
-    Raises:
-      RuntimeError: the evaluation failed (the runner has said why).
+      :func:`pinn_examples.runner.evaluate_points`' arrays: ``points``, one ``(N,)`` per field, ``checkpoint`` and
+      ``step``; nothing is written.
     """
-    with tempfile.TemporaryDirectory() as directory:
-        saved = os.path.join(directory, "points.npy")
-        np.save(saved, points)
-        if run(scattered, ["--output", output, "--evaluate", saved]) != 0:
-            raise RuntimeError(f"{scattered.example.name}: evaluating the run in {output} failed.")
-    with np.load(os.path.join(output, "evaluation.npz")) as evaluation:
-        return {name: evaluation[name] for name in evaluation.files}
+    return runner.evaluate_points(scattered.example, output, np.asarray(points, dtype=np.float64))
 
 
 def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
