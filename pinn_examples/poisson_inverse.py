@@ -271,16 +271,16 @@ def least_squares_fit(a_degree, u_sides_degree=None, samples=None):
     n = SAMPLES_PER_AXIS
     samples = observations()[1] if samples is None else samples
     a_modes, coefficient = _a_model(a_degree)
-    sides = _side_profiles(u_sides_degree, n)
+    test = np.linspace(0.0, 1.0, 101)
+    sides = {size: _side_profiles(u_sides_degree, size) for size in (n, len(test))}  # once, not per solve
 
     def solve(theta, size):
-        border = sum((c * profile for c, profile in zip(theta[len(a_modes) :], _side_profiles(u_sides_degree, size))))
+        border = sum((c * profile for c, profile in zip(theta[len(a_modes) :], sides[size])))
         return forward_solve(coefficient(theta[: len(a_modes)]), np.zeros((size, size)) + border, size)
 
     fit = scipy.optimize.least_squares(
-        lambda theta: solve(theta, n).ravel() - samples, np.zeros(len(a_modes) + len(sides))
+        lambda theta: solve(theta, n).ravel() - samples, np.zeros(len(a_modes) + len(sides[n]))
     )
-    test = np.linspace(0.0, 1.0, 101)
     x, y = np.meshgrid(test, test, indexing="ij")
     truth = exact(x, y)
     predicted = {"u": solve(fit.x, len(test)), "a": coefficient(fit.x[: len(a_modes)])(x, y)}

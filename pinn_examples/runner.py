@@ -1096,7 +1096,6 @@ def evaluate_points(example: Example, output: str, points: np.ndarray, outside: 
     Returns:
       ``{"points": points, <field>: (N,) float64 for each field, "checkpoint": its name, "step": its step}``.
     """
-    logging.basicConfig(format="%(message)s")
     problem, predict, checkpoint, step = trained_solution(example, output)
     coords = tuple(problem.domain.coords)
     columns = points.shape[1] if points.ndim == 2 else f"shape {points.shape}, not"
@@ -1128,6 +1127,7 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     ``checkpoint`` (its name) and ``step`` answered."""
     from hodiff.pinn.runlog import atomic_write
 
+    logging.basicConfig(format="%(message)s")
     evaluated = evaluate_points(example, args.output, _load_points(args.evaluate), args.outside)
     path = os.path.join(args.output, "evaluation.npz")
     with atomic_write(path) as temporary, open(temporary, "wb") as file:
