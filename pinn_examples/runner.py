@@ -1096,6 +1096,8 @@ def evaluate_points(example: Example, output: str, points: np.ndarray, outside: 
     Returns:
       ``{"points": points, <field>: (N,) float64 for each field, "checkpoint": its name, "step": its step}``.
     """
+    if outside not in ("error", "nan"):
+        raise ValueError(f"evaluate_points: outside={outside!r}; give 'error' (stop at such points) or 'nan'.")
     problem, predict, checkpoint, step = trained_solution(example, output)
     coords = tuple(problem.domain.coords)
     columns = points.shape[1] if points.ndim == 2 else f"shape {points.shape}, not"

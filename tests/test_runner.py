@@ -24,6 +24,7 @@ from pinn_examples import heat
 from pinn_examples.runner import (
     TARGET_MISSED,
     _verdict,
+    evaluate_points,
     field_errors,
     make_strategy,
     memory_needed,
@@ -524,6 +525,11 @@ def test_evaluate_outside_nan_warns_and_gives_nan_rows(uninterrupted, tmp_path, 
     assert "1 of 3 points are outside heat's domain" in caplog.text and "NaN" in caplog.text
     with np.load(output / "evaluation.npz") as evaluation:
         assert np.isnan(evaluation["u"]).tolist() == [False, True, False]
+        # the same as a function call, which writes nothing and refuses an unknown outside
+        called = evaluate_points(heat.EXAMPLE, str(output), evaluation["points"], outside="nan")
+        np.testing.assert_array_equal(called["u"], evaluation["u"])
+    with pytest.raises(ValueError, match="outside='NaN'; give 'error'"):
+        evaluate_points(heat.EXAMPLE, str(output), np.zeros((1, 2)), outside="NaN")
 
 
 # ----------------------------------------------------------------------------- several fields, NaN outside
