@@ -54,6 +54,7 @@ PROBLEMS: dict[str, tuple[str, str, float | None, float | None]] = {
     "heat2d_cg": ("Heat2d-CG", "<= 1e-2", 2.4e-2, None),
     "heat2d_vc": ("Heat2d-VC", "<= 2e-2", 2.1e-1, None),
     "wave2d_ms": ("Wave2d-MS (consistent statement)", "<= 5e-2", 9.8e-1, None),
+    "burgers2d": ("Burgers2d-C", "<= 5e-2 (u, v)", 2.6e-1, None),
     "kuramoto_sivashinsky": ("KS", "<= 5e-2", None, None),
     "heat2d_lt": ("Heat2d-LT", "<= 5e-2", None, None),
     "gray_scott": ("GS", "<= 1e-2 (u, v)", 8.0e-2, None),

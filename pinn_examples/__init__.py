@@ -16,6 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 EXAMPLES = (
     "allen_cahn",
     "burgers",
+    "burgers2d",
     "burgers_inverse",
     "circle",
     "deeponet",
