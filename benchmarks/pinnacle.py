@@ -53,6 +53,7 @@ PROBLEMS: dict[str, tuple[str, str, float | None, float | None]] = {
     "heat2d_ms": ("Heat2d-MS", "<= 5e-3", 6.2e-2, None),
     "heat2d_cg": ("Heat2d-CG", "<= 1e-2", 2.4e-2, None),
     "heat2d_vc": ("Heat2d-VC", "<= 2e-2", 2.1e-1, None),
+    "wave2d_cg": ("Wave2d-CG", "<= 5e-2", 7.9e-1, None),
     "wave2d_ms": ("Wave2d-MS (consistent statement)", "<= 5e-2", 9.8e-1, None),
     "burgers2d": ("Burgers2d-C", "<= 5e-2 (u, v)", 2.6e-1, None),
     "kuramoto_sivashinsky": ("KS", "<= 5e-2", None, None),

@@ -50,6 +50,7 @@ EXAMPLES = (
     "poisson_lshape",
     "poisson_nd",
     "wave",
+    "wave2d_cg",
     "wave2d_ms",
 )
 

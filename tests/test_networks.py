@@ -241,3 +241,32 @@ def test_bad_factorization_and_period_are_named():
         pinn.mlp(DOMAIN, periodic={"x": 0.0})
     with pytest.raises(ValueError, match="periodic names 'y', which is not a coordinate"):
         pinn.mlp(DOMAIN, periodic={"y": 1.0})
+
+
+def test_reflecting_embedding_gives_zero_slope_on_both_walls_in_every_mode(run):
+    """``reflecting=("x", "y")``: u_x = 0 on x = -1 and x = 3, u_y = 0 on y's ends, not inside; t is untouched."""
+    domain = pinn.Rectangle(("x", "y"), (-1.0, 0.0), (3.0, 0.5)) * pinn.TimeDomain("t", 0.0, 1.0)
+    model = pinn.mlp(domain, width=8, depth=2, outputs=2, reflecting=("x", "y"), seed=4)
+    points = tf.constant([[-1.0, 0.2, 0.3], [3.0, 0.1, 0.7], [0.4, 0.0, 0.5], [1.1, 0.5, 0.9], [0.4, 0.3, 0.5]])
+    points = tf.cast(points, tf.float64)
+
+    def slopes(points):
+        d = partials(lambda y: model(y)[:, 1], points, domain.coords, ("x", "y", "t"))
+        return d["x"], d["y"], d["t"]
+
+    u_x, u_y, u_t = (value.numpy() for value in run(slopes, points))
+    np.testing.assert_allclose(u_x[:2], 0.0, atol=1e-14)  # on the x walls
+    np.testing.assert_allclose(u_y[2:4], 0.0, atol=1e-14)  # on the y walls
+    assert np.abs(u_x[2:]).min() > 1e-6 and np.abs(u_y[[0, 1, 4]]).min() > 1e-6 and np.abs(u_t).min() > 1e-6
+    restored = keras.models.model_from_json(model.to_json())
+    restored.set_weights(model.get_weights())
+    np.testing.assert_allclose(restored(points).numpy(), model(points).numpy(), rtol=1e-15)
+
+
+def test_bad_reflecting_coordinates_are_named():
+    with pytest.raises(ValueError, match="reflecting names 't', which is not a spatial coordinate"):
+        pinn.mlp(DOMAIN, reflecting=("t",))
+    with pytest.raises(ValueError, match="reflecting='x' must be a tuple"):
+        pinn.mlp(DOMAIN, reflecting="x")
+    with pytest.raises(ValueError, match="'x' is both periodic and reflecting"):
+        pinn.mlp(DOMAIN, reflecting=("x",), periodic={"x": 2.0})

@@ -64,7 +64,7 @@ from hodiff.pinn.geometry import (
 from hodiff.pinn.keras_model import PINNModel
 from hodiff.pinn.lifts import hard_dirichlet
 from hodiff.pinn.metrics import relative_l2_errors
-from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate, PeriodicEmbedding, mlp
+from hodiff.pinn.networks import FactorizedDense, FourierFeatures, Gate, PeriodicEmbedding, ReflectingEmbedding, mlp
 from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.restarts import Chebyshev, Cosine, Fourier, SeriesRestart, Sine
 from hodiff.pinn.saving import load_solution, save_solution
@@ -109,6 +109,7 @@ __all__ = [
     "Periodic",
     "PINNModel",
     "PeriodicEmbedding",
+    "ReflectingEmbedding",
     "Phases",
     "PointCloud",
     "Polygon",

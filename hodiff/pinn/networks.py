@@ -24,6 +24,7 @@ __all__ = [
     "FourierFeatures",
     "Gate",
     "PeriodicEmbedding",
+    "ReflectingEmbedding",
     "is_mixed",
     "mlp",
 ]
@@ -122,6 +123,36 @@ class PeriodicEmbedding(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="hodiff")
+class ReflectingEmbedding(keras.layers.Layer):
+    """Replaces scaled input columns ``s`` in ``[-1, 1]`` by ``sin(pi s / 2)``.
+
+    The map is one-to-one on ``[-1, 1]`` with zero slope at both ends, so the network's derivative along those
+    coordinates is exactly zero on both walls (a hard zero-flux, zero-Neumann, condition), and every smooth
+    function whose even reflection across the walls is smooth is still representable. Built from matrix products
+    and elementwise functions only (see the module docstring).
+
+    References:
+      Sukumar & Srivastava (2022), "Exact imposition of boundary conditions with distance functions in
+      physics-informed deep neural networks", CMAME 389 (hard boundary conditions by construction).
+    """
+
+    def __init__(self, columns: Sequence[int], **kwargs):
+        super().__init__(**kwargs)
+        self.columns = sorted(int(column) for column in columns)
+
+    def build(self, input_shape):
+        reflected = np.zeros(int(input_shape[-1]))
+        reflected[self.columns] = 1.0
+        self.reflected = keras.ops.convert_to_tensor(reflected, dtype=self.compute_dtype)
+
+    def call(self, x):
+        return x + self.reflected * (keras.ops.sin(0.5 * np.pi * x) - x)
+
+    def get_config(self):
+        return {**super().get_config(), "columns": self.columns}
+
+
+@keras.saving.register_keras_serializable(package="hodiff")
 class FactorizedDense(keras.layers.Layer):
     """A dense layer with random weight factorisation: kernel ``W = V diag(exp(s))``.
 
@@ -215,6 +246,7 @@ def mlp(
     dtype: str = "float64",
     seed: int = 0,
     periodic: dict[str, float] | None = None,
+    reflecting: Sequence[str] = (),
     architecture: str = "mlp",
     factorization: tuple[float, float] | None = None,
     level_set: Tabulated | None = None,
@@ -239,6 +271,8 @@ def mlp(
       seed: seeds the weight initialisers and the Fourier matrices (no global random state).
       periodic: ``{coordinate: period}``: make the network exactly periodic in those
         coordinates (:class:`PeriodicEmbedding` after the scaling).
+      reflecting: coordinates along which the network's derivative is exactly zero at both ends of the domain
+        (zero-flux walls; :class:`ReflectingEmbedding` after the scaling).
       architecture: ``"mlp"`` (plain dense layers) or ``"modified"``: the modified MLP of
         Wang, Teng & Perdikaris (2021), ``U = phi(X W_u)``, ``V = phi(X W_v)``,
         ``H_1 = phi(X W_1)``, ``Z_k = phi(H_k W_k)``, ``H_{k+1} = (1 - Z_k) U + Z_k V`` for
@@ -292,6 +326,7 @@ def mlp(
     scales = _scales(fourier_scale, fourier_features)
     _check_factorization(factorization)
     _check_periodic(periodic, domain)
+    _check_reflecting(reflecting, periodic, domain)
     if not isinstance(depth, int) or depth < 1 or not isinstance(width, int) or width < 1:
         raise ValueError(f"mlp: width={width!r} and depth={depth!r} must be ints >= 1.")
     if architecture == "modified" and depth < 2:
@@ -316,6 +351,8 @@ def mlp(
             for name, period in periodic.items()
         }
         front.append(PeriodicEmbedding(scaled, dtype=outer))
+    if reflecting:
+        front.append(ReflectingEmbedding([domain.coords.index(name) for name in reflecting], dtype=outer))
 
     def dense(size, act="linear", name=None, layer_dtype=dtype, use_bias=True):
         kernel = initializer()
@@ -395,6 +432,18 @@ def _check_periodic(periodic: Any, domain: Box) -> None:
                 f"mlp: periodic[{name!r}]={period!r} must be a finite period > 0 (in the units of {name!r}), e.g. "
                 f"the domain's length {domain.bounds[name][1] - domain.bounds[name][0]:g}."
             )
+
+
+def _check_reflecting(reflecting: Any, periodic: Any, domain: Box) -> None:
+    if isinstance(reflecting, str) or not isinstance(reflecting, (tuple, list)):
+        raise ValueError(f"mlp: reflecting={reflecting!r} must be a tuple of coordinate names, e.g. ('x', 'y').")
+    for name in reflecting:
+        if name not in domain.coords or name == domain.time:
+            raise ValueError(
+                f"mlp: reflecting names {name!r}, which is not a spatial coordinate of the domain {domain.coords}."
+            )
+        if name in (periodic or {}):
+            raise ValueError(f"mlp: {name!r} is both periodic and reflecting; a coordinate has one kind of ends.")
 
 
 def _scales(fourier_scale: float | Sequence[float], fourier_features: int) -> list[float]:
