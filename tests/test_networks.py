@@ -258,6 +258,9 @@ def test_reflecting_embedding_gives_zero_slope_on_both_walls_in_every_mode(run):
     np.testing.assert_allclose(u_x[:2], 0.0, atol=1e-14)  # on the x walls
     np.testing.assert_allclose(u_y[2:4], 0.0, atol=1e-14)  # on the y walls
     assert np.abs(u_x[2:]).min() > 1e-6 and np.abs(u_y[[0, 1, 4]]).min() > 1e-6 and np.abs(u_t).min() > 1e-6
+    both = pinn.mlp(domain, width=8, depth=2, periodic={"x": 4.0}, reflecting=("y",), seed=4)
+    u_y = partials(lambda p: both(p)[:, 0], points, domain.coords, ("y",))["y"].numpy()
+    np.testing.assert_allclose(u_y[2:4], 0.0, atol=1e-14)  # y's column found beside x's periodic pair
     restored = keras.models.model_from_json(model.to_json())
     restored.set_weights(model.get_weights())
     np.testing.assert_allclose(restored(points).numpy(), model(points).numpy(), rtol=1e-15)

@@ -344,6 +344,8 @@ def mlp(
         front.append(LevelSetFeature.of(level_set, domain.coords, dtype=outer))
         low, high = np.append(low, 0.0), np.append(high, np.abs(level_set.values).max())
     front.append(keras.layers.Rescaling(2.0 / (high - low), offset=-(high + low) / (high - low), dtype=outer))
+    if reflecting:  # before the periodic embedding, which widens the columns after it
+        front.append(ReflectingEmbedding([domain.coords.index(name) for name in reflecting], dtype=outer))
     if periodic:
         # the scaled coordinate spans 2 over the domain's length: rescale the period alike
         scaled = {
@@ -351,8 +353,6 @@ def mlp(
             for name, period in periodic.items()
         }
         front.append(PeriodicEmbedding(scaled, dtype=outer))
-    if reflecting:
-        front.append(ReflectingEmbedding([domain.coords.index(name) for name in reflecting], dtype=outer))
 
     def dense(size, act="linear", name=None, layer_dtype=dtype, use_bias=True):
         kernel = initializer()
