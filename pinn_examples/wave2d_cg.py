@@ -73,17 +73,11 @@ def wave_residual(cells: float):
 
 
 def hard_transform(length: float):
-    """``u = u_k + (t - t_k) v_k + s^2 N_u`` and ``v = v_k + s SPEED N_v``, ``s = (t - t_k) / length``: ``u`` and
-    ``u_t`` take the window's start values ``(u_k, v_k)`` exactly."""
+    """``u = u_k + (t - t_k) v_k + s^2 N_u`` and ``v = v_k + s SPEED N_v``, ``s = (t - t_k) / length``
+    (:func:`hodiff.pinn.second_order_start`): ``u`` and ``u_t`` take the window's start values exactly."""
+    from hodiff import pinn
 
-    def transform(x, outputs, start, previous):
-        elapsed = (x["t"] - start)[:, None]
-        s = elapsed / length
-        u = previous[:, :1] + elapsed * previous[:, 1:] + s**2 * outputs[:, :1]
-        v = previous[:, 1:] + s * SPEED * outputs[:, 1:]
-        return tf.concat([u, v], axis=1)
-
-    return transform
+    return pinn.second_order_start(length, SPEED)
 
 
 def space_time(end: float = END):

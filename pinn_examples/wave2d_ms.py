@@ -83,19 +83,13 @@ class WaveSettings(Settings):
 
 
 def hard_transform(length: float):
-    """``u = u_k + (t - t_k) v_k + s^2 B N_u`` and ``v = v_k + s B SPEED N_v``, with ``(u_k, v_k)`` the window's
-    start values, ``s = (t - t_k) / length`` and ``B = 16 x (1 - x) y (1 - y)``: ``u`` and ``u_t`` take their
-    start values exactly, and ``u = v = 0`` on the walls."""
+    """``u = u_k + (t - t_k) v_k + s^2 B N_u`` and ``v = v_k + s B SPEED N_v`` (:func:`hodiff.pinn.second_order_start`),
+    ``B = 16 x (1 - x) y (1 - y)``: ``u`` and ``u_t`` take their start values exactly, and ``u = v = 0`` on the
+    walls."""
+    from hodiff import pinn
 
-    def transform(x, outputs, start, previous):
-        elapsed = (x["t"] - start)[:, None]
-        s = elapsed / length
-        bubble = (16.0 * x["x"] * (1.0 - x["x"]) * x["y"] * (1.0 - x["y"]))[:, None]
-        u = previous[:, :1] + elapsed * previous[:, 1:] + s**2 * bubble * outputs[:, :1]
-        v = previous[:, 1:] + s * bubble * SPEED * outputs[:, 1:]
-        return tf.concat([u, v], axis=1)
-
-    return transform
+    bubble = lambda x: 16.0 * x["x"] * (1.0 - x["x"]) * x["y"] * (1.0 - x["y"])  # noqa: E731
+    return pinn.second_order_start(length, SPEED, bubble)
 
 
 def space_time(end: float = END):

@@ -72,7 +72,15 @@ from hodiff.pinn.stream import StreamFunction
 from hodiff.pinn.study import Phases, Reference, Solution, solve
 from hodiff.pinn.tabulated import LevelSetFeature, Tabulated
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
-from hodiff.pinn.windows import Marching, TimeWindows, WindowRun, WindowState, restore_marching, time_marching
+from hodiff.pinn.windows import (
+    Marching,
+    TimeWindows,
+    WindowRun,
+    WindowState,
+    restore_marching,
+    second_order_start,
+    time_marching,
+)
 
 __all__ = [
     "AdamResult",
@@ -155,6 +163,7 @@ __all__ = [
     "restore_marching",
     "runlog",
     "save_solution",
+    "second_order_start",
     "saving",
     "solve",
     "time_marching",

@@ -79,7 +79,15 @@ from hodiff.pinn.restarts import SeriesRestart
 from hodiff.pinn.runlog import checkpoint_files, restore_model
 from hodiff.pinn.trainer_options import Output
 
-__all__ = ["Marching", "TimeWindows", "WindowRun", "WindowState", "restore_marching", "time_marching"]
+__all__ = [
+    "Marching",
+    "TimeWindows",
+    "WindowRun",
+    "WindowState",
+    "restore_marching",
+    "second_order_start",
+    "time_marching",
+]
 
 Transform = Callable[[Any, tf.Tensor, float, tf.Tensor], tf.Tensor]
 
@@ -88,6 +96,48 @@ def _add_initial(x: Any, outputs: tf.Tensor, start: float, initial: tf.Tensor) -
     """``initial + (t - start) * outputs``: equal to ``initial`` at ``t = start``."""
     time = x.points[:, -1:] if x.time is None else x[x.time][:, None]
     return initial + (time - tf.cast(start, outputs.dtype)) * outputs
+
+
+def second_order_start(
+    length: float, velocity_scale: float, bubble: Callable[[Any], tf.Tensor] | None = None, time: str = "t"
+) -> Transform:
+    """A :class:`TimeWindows` transform for a field ``u`` of second order in time and its velocity ``v = u_t``
+    (outputs 0 and 1): ``u = u_k + (t - t_k) v_k + s^2 B N_u`` and ``v = v_k + s B velocity_scale N_v``, with
+    ``(u_k, v_k)`` the window's start values and ``s = (t - t_k) / length``, so that ``u`` **and** ``u_t`` take
+    their start values exactly (a wave equation's two initial conditions).
+
+    Args:
+      length: the window's length.
+      velocity_scale: the size of ``v`` against ``u``'s (the network's outputs stay of order one).
+      bubble: ``B(x) -> (N,)``, optional: a function of the named coordinates that vanishes on the walls where
+        ``u = v = 0`` (they then hold when the start values vanish there too); ``None``: 1.
+      time: the time coordinate's name.
+
+    Returns:
+      ``transform(x, outputs, start, previous) -> (N, 2)`` for ``TimeWindows(transform=...)``.
+
+    Example:
+      ```python
+      import tensorflow as tf
+      from hodiff import pinn
+
+      transform = pinn.second_order_start(length=0.5, velocity_scale=10.0)
+      x = {"x": tf.constant([0.2, 0.7], tf.float64), "t": tf.constant([1.0, 1.5], tf.float64)}
+      previous = tf.constant([[1.0, 2.0], [3.0, 4.0]], tf.float64)  # (u_k, v_k)
+      got = transform(x, tf.ones((2, 2), tf.float64), tf.constant(1.0, tf.float64), previous).numpy()
+      assert got[0].tolist() == [1.0, 2.0] and got[1].tolist() == [3.0 + 0.5 * 4.0 + 1.0, 4.0 + 10.0]
+      ```
+    """
+
+    def transform(x: Any, outputs: tf.Tensor, start: Any, previous: tf.Tensor) -> tf.Tensor:
+        elapsed = (x[time] - start)[:, None]
+        s = elapsed / length
+        weight = 1.0 if bubble is None else bubble(x)[:, None]
+        u = previous[:, :1] + elapsed * previous[:, 1:] + s**2 * weight * outputs[:, :1]
+        v = previous[:, 1:] + s * weight * velocity_scale * outputs[:, 1:]
+        return tf.concat([u, v], axis=1)
+
+    return transform
 
 
 @dataclasses.dataclass
