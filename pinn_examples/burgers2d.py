@@ -131,15 +131,9 @@ def picture():
     return {"x": x, "y": y}, points, {"u": reference["picture_u"], "v": reference["picture_v"]}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 EXAMPLE = Example(
     name="burgers2d",
     build=build,
-    reference=reference,
     presets={
         "default": BurgersSettings(
             interior=4096,

@@ -173,11 +173,6 @@ def picture():
     return axes, points, {name: reference[f"picture_{name}"] for name in FIELDS}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 SNAPSHOTS = (2.0, 10.0, 50.0, 100.0, 200.0)  # times of plot_over_time's rows: the flare, then the crescent
 
 
@@ -216,7 +211,6 @@ def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS,
 EXAMPLE = Example(
     name="gray_scott",
     build=build,
-    reference=reference,
     check=check,
     presets={
         "default": GrayScottSettings(

@@ -193,11 +193,6 @@ def picture():
     return {"x": x, "y": y}, points, {"u": reference["picture"]}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values["u"]
-
-
 SNAPSHOTS = (TEST_TIMES[1], 0.25, 1.0, END)  # times of plot_over_time's rows
 
 
@@ -240,7 +235,6 @@ def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS)
 EXAMPLE = Example(
     name="heat2d_cg",
     build=build,
-    reference=reference,
     presets={
         "default": HeatSettings(
             interior=24576,

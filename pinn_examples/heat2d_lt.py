@@ -145,11 +145,6 @@ def picture():
     return axes, points, {"u": reference["picture"]}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values["u"]
-
-
 SNAPSHOTS = (2.0, 4.0, 6.0, 50.0, 100.0)  # times of plot_over_time's rows: a period's phases, then late
 
 
@@ -183,7 +178,6 @@ def plot_over_time(output: str, path: str, times: tuple[float, ...] = SNAPSHOTS,
 EXAMPLE = Example(
     name="heat2d_lt",
     build=build,
-    reference=reference,
     presets={
         "default": HeatSettings(
             interior=2048,

@@ -126,15 +126,9 @@ def picture():
     return {"x": x, "t": t}, points, {"u": exact(points).reshape(len(x), len(t))}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 EXAMPLE = Example(
     name="heat2d_ms",
     build=build,
-    reference=reference,
     check=check,
     presets={
         "default": HeatSettings(

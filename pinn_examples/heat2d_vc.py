@@ -112,15 +112,9 @@ def picture():
     return {"x": x, "y": y}, points, {"u": reference["picture"]}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values["u"]
-
-
 EXAMPLE = Example(
     name="heat2d_vc",
     build=build,
-    reference=reference,
     presets={
         "default": HeatSettings(
             interior=16384,

@@ -109,11 +109,6 @@ def picture():
     return {"x": axis, "y": axis}, points, {name: v.reshape(SLICE, SLICE) for name, v in values.items()}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 def worst_field(trainer):
     """``worst_field_error``: the larger of the errors on ``u`` and on ``a`` at the test points."""
     from pinn_examples.runner import field_errors
@@ -126,7 +121,6 @@ def worst_field(trainer):
 EXAMPLE = Example(
     name="heat_inverse",
     build=build,
-    reference=reference,
     presets={
         "default": InverseSettings(
             interior=2048, adam_steps=1000, lbfgs_iterations=2000, width=20, depth=3, dtype="float64"

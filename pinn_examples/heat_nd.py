@@ -102,15 +102,9 @@ def picture():
     return {"x1": x1, "t": t}, points, {"u": exact(points).reshape(SLICE, SLICE)}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 EXAMPLE = Example(
     name="heat_nd",
     build=build,
-    reference=reference,
     presets={
         "default": HeatSettings(
             interior=2000, adam_steps=1000, lbfgs_iterations=3000, width=32, depth=4, dtype="float64"

@@ -273,11 +273,6 @@ def picture():
     return axes, points, {name: reference[f"picture_{name}"] for name in FIELDS}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 def scores(trainer) -> dict:
     """The L2RE over (u, v) beside metrics.json's (u, v, p), and ``target_ratio``: the larger of each over its
     target (<= 1: both targets met)."""
@@ -324,7 +319,6 @@ def plot_over_time(output: str, path: str) -> float:
 EXAMPLE = Example(
     name="ns2d_lt",
     build=build,
-    reference=reference,
     presets={
         "default": ChannelSettings(
             interior=2048,

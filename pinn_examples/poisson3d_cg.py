@@ -203,15 +203,9 @@ def draw_slices(trainer, path: str) -> None:
     plotting.plot_field(axes, predicted, wanted, path, "poisson3d_cg: x-z planes", vertical=list(axes)[1])
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 EXAMPLE = Example(
     name="poisson3d_cg",
     build=build,
-    reference=reference,
     check=check,
     presets={
         "default": Settings(interior=32768, adam_steps=0, lbfgs_iterations=2000, width=32, depth=3, dtype="float64"),

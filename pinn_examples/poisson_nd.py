@@ -71,15 +71,9 @@ def picture():
     return {"x1": axis, "x2": axis}, points, {"u": exact(points).reshape(SLICE, SLICE)}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 EXAMPLE = Example(
     name="poisson_nd",
     build=build,
-    reference=reference,
     presets={
         "default": Settings(interior=2000, adam_steps=1000, lbfgs_iterations=20000, width=32, depth=4, dtype="float64"),
         "fast": Settings(

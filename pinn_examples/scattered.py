@@ -28,8 +28,8 @@ class ScatteredExample:
     """An :class:`~pinn_examples.runner.Example` scored at fixed points rather than on a grid.
 
     Attributes:
-      example: the example (name, build, presets, target, error_fields, extra_metrics); its
-        ``reference`` is the slice below, for tools that want a grid.
+      example: the example (name, build, presets, target, error_fields, extra_metrics); leave its
+        ``reference`` out: it becomes the slice below (:meth:`slice_reference`), for tools that want a grid.
       test_set: ``test_set() -> (points (N, d), {field: (N,)})``: the scoring points, columns in
         the domain's coordinate order, and the exact values there.
       picture: ``picture() -> (axes, points, {field: (n1, n2)})``: a 2-D slice for ``field.png``:
@@ -40,6 +40,19 @@ class ScatteredExample:
     example: Example
     test_set: Callable[[], tuple[np.ndarray, dict[str, np.ndarray]]]
     picture: Callable[[], tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]]
+
+    def __post_init__(self):
+        if self.example.reference is not None:
+            raise ValueError(
+                f"ScatteredExample {self.example.name!r}: the example's reference is the picture's slice; "
+                "leave Example(reference=...) out."
+            )
+        self.example.reference = self.slice_reference
+
+    def slice_reference(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The picture's slice as an :class:`~pinn_examples.runner.Example` reference: ``(axes, {field: (n1, n2)})``."""
+        axes, _, values = self.picture()
+        return axes, values
 
 
 def predict(trainer: Any, points: np.ndarray) -> dict[str, np.ndarray]:

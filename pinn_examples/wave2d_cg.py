@@ -145,15 +145,9 @@ def picture():
     return {"x": x, "y": y}, points, {"u": reference["picture"]}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values["u"]
-
-
 EXAMPLE = Example(
     name="wave2d_cg",
     build=build,
-    reference=reference,
     presets={
         "default": WaveSettings(
             interior=2048,

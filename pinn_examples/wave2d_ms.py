@@ -148,15 +148,9 @@ def picture():
     return {"x": x, "y": y}, points, {field: values.reshape(SLICE, SLICE) for field, values in exact(points).items()}
 
 
-def reference():
-    axes, _, values = picture()
-    return axes, values
-
-
 EXAMPLE = Example(
     name="wave2d_ms",
     build=build,
-    reference=reference,
     presets={
         "default": WaveSettings(  # about 35 s a window on 2 cores: 400 windows take hours (docs/pinnacle.md)
             interior=2048,
