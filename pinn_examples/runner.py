@@ -924,163 +924,70 @@ def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
     )
 
 
-def _load_points(path: str) -> np.ndarray:
-    """The POINTS file of ``--evaluate``: a finite 2-D float array, else SystemExit naming the problem.
+def load_points(path: str) -> np.ndarray:
+    """The POINTS file of ``--evaluate`` (:func:`hodiff.pinn.read_points`), else SystemExit naming the problem."""
+    from hodiff.pinn import read_points
 
-    The header's shape is checked against the file's size and the machine's memory before any data is read.
-    """
     try:
-        with open(path, "rb") as file:
-            version = np.lib.format.read_magic(file)
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, _, dtype = read(file)
-            offset = file.tell()
-        rows = int(np.prod(shape, dtype=object))  # exact: a Python int, whatever the header claims
-        claimed, size = rows * dtype.itemsize, os.path.getsize(path)
-    except FileNotFoundError:
-        raise SystemExit(f"--evaluate {path}: no such file; give an .npy file of (N, d) points.") from None
-    except (OSError, ValueError, EOFError, TypeError) as error:
-        raise SystemExit(
-            f"--evaluate {path}: not a readable .npy array ({error}); write it with numpy.save(path, points)."
-        ) from None
-    if not dtype.hasobject and offset + claimed > size:
-        raise SystemExit(
-            f"--evaluate {path}: the header claims shape {shape} of {dtype} ({claimed:.3g} bytes), but the file holds "
-            f"{size - offset} bytes of data; it is truncated or corrupt. Write it again with numpy.save(path, points)."
-        )
-    needed, memory = 3 * rows * 8, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    if needed > memory:  # the points in float64, and the predicted values beside them
-        raise SystemExit(
-            f"--evaluate {path}: {rows} numbers of shape {shape} need about "
-            f"{needed / 2**30:.3g} GiB, more than this machine's {memory / 2**30:.3g} GiB of memory; evaluate them "
-            "in parts (several smaller .npy files)."
-        )
-    try:
-        points = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise SystemExit(f"--evaluate {path}: no such file; give an .npy file of (N, d) points.") from None
-    except (OSError, ValueError, EOFError) as error:
-        raise SystemExit(
-            f"--evaluate {path}: not a readable .npy array ({error}); write it with numpy.save(path, points)."
-        ) from None
-    if not isinstance(points, np.ndarray) or points.ndim != 2:
-        raise SystemExit(
-            f"--evaluate {path}: the points must be a 2-D array (N, d), got shape {np.shape(points)}; "
-            "reshape it to one row per point."
-        )
-    if not np.issubdtype(points.dtype, np.number) or np.issubdtype(points.dtype, np.complexfloating):
-        raise SystemExit(f"--evaluate {path}: the points have dtype {points.dtype}; give real numbers.")
-    points = points.astype(np.float64)
-    bad = np.flatnonzero(~np.all(np.isfinite(points), axis=1))
-    if bad.size:
-        raise SystemExit(
-            f"--evaluate {path}: {bad.size} rows hold NaN or Inf (the first is row {bad[0]}: {points[bad[0]]}); "
-            "give finite coordinates."
-        )
-    return points
+        return read_points(path)
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"--evaluate {error}") from None
 
 
-def _trained_checkpoints(output: str) -> list[str]:
-    """Checkpoint prefixes in ``output/checkpoints``, newest first; SystemExit when there is none."""
-    from hodiff.pinn.runlog import CHECKPOINTS, checkpoint_files
+def _stored_settings(example: Example, output: str) -> Settings:
+    """The settings stored with the newest readable checkpoint of the run in ``output`` (its first window's, for a
+    marched run); SystemExit when there is none, or when another example wrote the run."""
+    from hodiff.pinn.runlog import CHECKPOINTS, checkpoint_files, read_checkpoint_state
 
-    prefixes = [prefix for _, prefix in checkpoint_files(output)]
+    marched = os.path.isdir(os.path.join(output, "window-0"))
+    directory = os.path.join(output, "window-0") if marched else output
+    prefixes = [prefix for _, prefix in checkpoint_files(directory)]
     if not prefixes:
         raise SystemExit(
-            f"--evaluate: no trained run in {output} (no checkpoints in {os.path.join(output, CHECKPOINTS)}); train "
-            f"it first with the same --output, or point --output at a run's directory."
+            f"--evaluate: no trained run in {output} (no checkpoints in {os.path.join(directory, CHECKPOINTS)}); "
+            "train it first with the same --output, or point --output at a run's directory."
         )
-    return prefixes
-
-
-def _restore(example: Example, prefixes: list[str]) -> tuple[Any, Any, Settings, str]:
-    """The problem and the trained model of the newest readable checkpoint, built with its stored settings.
-
-    Only reads: the model's weights are restored from the checkpoint files, nothing is written.
-    """
-    import tensorflow as tf
-
-    from hodiff.pinn.runlog import read_checkpoint_state
-
     failures = []
-    settings_type = type(example.presets["default"])  # the example's Settings class (a subclass may add fields)
-    names = {field.name for field in dataclasses.fields(settings_type)}
     for prefix in prefixes:
         try:
             state = read_checkpoint_state(prefix)
         except Exception as error:  # noqa: BLE001 - an unreadable checkpoint: try the previous one
             failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
-            logging.getLogger(__name__).warning("--evaluate: checkpoint %s is unreadable (%s)", prefix, error)
             continue
         writer = state.get("provenance", {}).get("example", example.name)  # runs before provenance: unchecked
         if writer != example.name:
             raise SystemExit(
-                f"--evaluate: the run in {os.path.dirname(os.path.dirname(prefix))} was written by the example "
-                f"{writer!r}, not {example.name!r}; evaluate it with python -m pinn_examples {writer} --evaluate ..."
+                f"--evaluate: the run in {output} was written by the example {writer!r}, not {example.name!r}; "
+                f"evaluate it with python -m pinn_examples {writer} --evaluate ..."
             )
-        try:
-            stored = state.get("settings", {})
-            settings = settings_type(**{key: value for key, value in stored.items() if key in names})
-            problem, model = example.build(settings)
-            tf.train.Checkpoint(model=model).restore(prefix).expect_partial().assert_existing_objects_matched()
-        except Exception as error:  # noqa: BLE001 - an unreadable or mismatched checkpoint: try the previous one
-            failures.append(f"{os.path.basename(prefix)}: {type(error).__name__}: {error}")
-            logging.getLogger(__name__).warning("--evaluate: checkpoint %s is unreadable (%s)", prefix, error)
-            continue
-        return problem, model, settings, prefix
+        settings_type = type(example.presets["default"])  # the example's Settings class (a subclass may add fields)
+        names = {field.name for field in dataclasses.fields(settings_type)}
+        return settings_type(**{key: value for key, value in state.get("settings", {}).items() if key in names})
     raise SystemExit(f"--evaluate: no checkpoint of the run could be read: {'; '.join(failures)}")
 
 
-def trained_solution(example: Example, output: str) -> tuple[Any, Callable[[np.ndarray], np.ndarray], str, int]:
-    """The trained run in ``output``: its problem, its solution and which checkpoint answers.
+def trained_solution(example: Example, output: str) -> Any:
+    """The trained run in ``output`` as a :class:`hodiff.pinn.Solution` (:meth:`~hodiff.pinn.Solution.load`).
 
     Builds the example with the settings stored in its newest readable checkpoint and restores the trained weights
-    (no training, no file of the run is changed), with a warning when that checkpoint is not the newest (the newest
-    was unreadable); a time-marching run answers each point from the window its time falls in
-    (:func:`hodiff.pinn.restore_marching`). A run written by another example is refused (SystemExit).
-
-    Returns:
-      ``(problem, predict, checkpoint, step)``: ``predict(points (N, d)) -> (N, fields)`` float64, the checkpoint's
-      name (``window-<k>/ckpt-<n>`` for a marched run) and its step.
+    (no training, no file of the run is changed); an unreadable newest checkpoint is skipped for the one before,
+    with a warning; a time-marching run answers each point from the window its time falls in. A run written by
+    another example is refused (SystemExit). ``solution.checkpoint`` names the checkpoint that answers
+    (``window-<k>/ckpt-<n>`` for a marched run).
     """
-    import tensorflow as tf
-
     from hodiff import pinn
 
-    marched = os.path.isdir(os.path.join(output, "window-0"))
-    prefixes = _trained_checkpoints(os.path.join(output, "window-0") if marched else output)
-    problem, model, settings, prefix = _restore(example, prefixes)
-    if marched:
+    settings = _stored_settings(example, output)
+    problem, model = example.build(settings)
+    windows = None
+    if os.path.isdir(os.path.join(output, "window-0")):
         if example.windows is None:
             raise SystemExit(f"--evaluate: {example.name} has no time-marching windows, but {output} holds some.")
         windows = example.windows(settings)
-        try:
-            marching = pinn.restore_marching(problem, model, windows, output)
-        except FileNotFoundError as error:
-            raise SystemExit(f"--evaluate: {error}") from None
-        last = _trained_checkpoints(os.path.join(output, f"window-{windows.count - 1}"))[0]
-        return problem, marching.predict, f"window-{windows.count - 1}/{os.path.basename(last)}", _step(last)
-    if prefix != prefixes[0]:
-        logging.getLogger(__name__).warning(
-            "--evaluate: the newest checkpoint %s is unreadable; evaluated the older %s (step %d) instead.",
-            os.path.basename(prefixes[0]),
-            os.path.basename(prefix),
-            _step(prefix),
-        )
-    dtype = model.weights[0].dtype
-    solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True, autograph=False)
-    batch = 65536
-
-    def predict(points: np.ndarray) -> np.ndarray:
-        parts = [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
-        return np.concatenate(parts or [np.zeros((0, len(problem.fields)))])
-
-    return problem, predict, os.path.basename(prefix), _step(prefix)
-
-
-def _step(prefix: str) -> int:
-    """The step of a checkpoint ``.../ckpt-<step>`` (numbered by the run's Adam steps + L-BFGS iterations)."""
-    return int(prefix.rsplit("-", 1)[1])
+    try:
+        return pinn.Solution.load(output, problem, model, windows)
+    except FileNotFoundError as error:
+        raise SystemExit(f"--evaluate: {error}") from None
 
 
 def evaluate_points(example: Example, output: str, points: np.ndarray, outside: str = "error") -> dict[str, Any]:
@@ -1090,37 +997,19 @@ def evaluate_points(example: Example, output: str, points: np.ndarray, outside: 
       example: the example that wrote the run.
       output: the run's directory (``--output``).
       points: ``(N, d)`` float array, columns in the domain's coordinate order.
-      outside: ``"error"`` (default): points outside the domain stop with SystemExit naming the first;
-        ``"nan"``: their values are NaN, with a warning.
+      outside: ``"error"`` (default): points outside the domain are refused, naming the first; ``"nan"``: their
+        values are NaN, with a warning (:meth:`hodiff.pinn.Solution.evaluate`).
 
     Returns:
       ``{"points": points, <field>: (N,) float64 for each field, "checkpoint": its name, "step": its step}``.
+
+    Raises:
+      ValueError: the points do not fit the domain (:meth:`hodiff.pinn.Solution.evaluate`).
     """
-    if outside not in ("error", "nan"):
-        raise ValueError(f"evaluate_points: outside={outside!r}; give 'error' (stop at such points) or 'nan'.")
-    problem, predict, checkpoint, step = trained_solution(example, output)
-    coords = tuple(problem.domain.coords)
-    columns = points.shape[1] if points.ndim == 2 else f"shape {points.shape}, not"
-    if columns != len(coords):
-        raise SystemExit(
-            f"--evaluate: the points have {columns} columns; {example.name}'s domain has coordinates {coords}, so "
-            f"give {len(coords)} columns in that order."
-        )
-    inside = inside_domain(problem.domain, points)
-    if not inside.all():
-        first = int(np.flatnonzero(~inside)[0])
-        where = ", ".join(f"{name}={value:.6g}" for name, value in zip(coords, points[first]))
-        message = (
-            f"--evaluate: {int((~inside).sum())} of {len(points)} points are outside "
-            f"{example.name}'s domain (the first is row {first}: {where})"
-        )
-        if outside == "error":
-            raise SystemExit(f"{message}; remove them, or pass --outside nan (outside='nan') to get NaN there.")
-        logging.getLogger(__name__).warning("%s; their values are NaN (--outside nan).", message)
-    values = np.asarray(predict(points), dtype=np.float64)
-    values[~inside] = np.nan
-    fields = {name: values[:, i] for i, name in enumerate(problem.fields)}
-    return {"points": points, **fields, "checkpoint": checkpoint, "step": step}
+    solution = trained_solution(example, output)
+    fields = solution.evaluate(points, outside)
+    step = int(solution.checkpoint.rsplit("-", 1)[1])  # ckpt-<Adam steps + quasi-Newton iterations>
+    return {"points": points, **fields, "checkpoint": solution.checkpoint, "step": step}
 
 
 def evaluate(example: Example, args: argparse.Namespace) -> int:
@@ -1130,7 +1019,10 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
     from hodiff.pinn.runlog import atomic_write
 
     logging.basicConfig(format="%(message)s")
-    evaluated = evaluate_points(example, args.output, _load_points(args.evaluate), args.outside)
+    try:
+        evaluated = evaluate_points(example, args.output, load_points(args.evaluate), args.outside)
+    except ValueError as error:
+        raise SystemExit(f"--evaluate: {example.name}: {error}".replace("outside='nan'", "--outside nan")) from None
     path = os.path.join(args.output, "evaluation.npz")
     with atomic_write(path) as temporary, open(temporary, "wb") as file:
         np.savez(file, **evaluated)
@@ -1143,7 +1035,7 @@ def evaluate(example: Example, args: argparse.Namespace) -> int:
 
 
 # For an example with its own training loop (the ``training`` hook): its settings' fields, its last line, its POINTS.
-setting, verdict, load_points = _setting, _verdict, _load_points
+setting, verdict = _setting, _verdict
 
 
 def run(example: Example, argv: list[str] | None = None) -> int:

@@ -489,12 +489,12 @@ def write_points(path, points):
         (lambda d: write_points(d / "p.npy", [0.5, 0.5]), r"must be a 2-D array \(N, d\), got shape \(2,\)"),
         (
             lambda d: write_points(d / "p.npy", [[0.5, 0.5, 0.5]]),
-            r"3 columns; heat's domain has coordinates \('x', 't'\), so give 2 columns",
+            r"shape \(1, 3\); the domain has coordinates \('x', 't'\), so give \(N, 2\) points",
         ),
         (lambda d: write_points(d / "p.npy", [[0.5, 0.5], [np.nan, 0.1]]), "1 rows hold NaN or Inf .* row 1"),
         (
             lambda d: write_points(d / "p.npy", [[0.5, 0.5], [0.2, 0.3], [1.5, 0.3], [0.2, -1.0]]),
-            r"2 of 4 points are outside heat's domain \(the first is row 2: x=1.5, t=0.3\).*--outside nan",
+            r"heat: .*2 of 4 points are outside the domain \(the first is row 2: x=1.5, t=0.3\).*--outside nan",
         ),
     ],
 )
@@ -522,7 +522,7 @@ def test_evaluate_outside_nan_warns_and_gives_nan_rows(uninterrupted, tmp_path, 
     shutil.copytree(uninterrupted, output)
     points = write_points(tmp_path / "p.npy", [[0.5, 0.5], [1.5, 0.3], [0.0, 1.0]])
     assert run_example(heat.EXAMPLE, ["--evaluate", str(points), "--outside", "nan", "--output", str(output)]) == 0
-    assert "1 of 3 points are outside heat's domain" in caplog.text and "NaN" in caplog.text
+    assert "1 of 3 points are outside the domain" in caplog.text and "NaN" in caplog.text
     with np.load(output / "evaluation.npz") as evaluation:
         assert np.isnan(evaluation["u"]).tolist() == [False, True, False]
         # the same as a function call, which writes nothing and refuses an unknown outside

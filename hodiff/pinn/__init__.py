@@ -69,7 +69,7 @@ from hodiff.pinn.problem import CausalWeights, Problem, Stochastic
 from hodiff.pinn.restarts import Chebyshev, Cosine, Fourier, SeriesRestart, Sine
 from hodiff.pinn.saving import load_solution, save_solution
 from hodiff.pinn.stream import StreamFunction
-from hodiff.pinn.study import Phases, Reference, Solution, solve
+from hodiff.pinn.study import Phases, Reference, Solution, read_points, solve
 from hodiff.pinn.tabulated import LevelSetFeature, Tabulated
 from hodiff.pinn.trainer import AdamResult, Output, Schedule, Trainer
 from hodiff.pinn.windows import (
@@ -158,6 +158,7 @@ __all__ = [
     "mlp",
     "names",
     "metrics",
+    "read_points",
     "relative_l2_errors",
     "restarts",
     "restore_marching",

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import math
 import os
 import resource
 import sys
@@ -46,14 +48,17 @@ import tensorflow as tf
 
 from hodiff import _validate
 from hodiff.pinn.data import TrainingData
+from hodiff.pinn.geometry import inside_domain
 from hodiff.pinn.metrics import relative_l2_errors
 from hodiff.pinn.problem import Problem
-from hodiff.pinn.runlog import atomic_write, restore_model, write_json
+from hodiff.pinn.runlog import atomic_write, checkpoint_files, restore_model, write_json
 from hodiff.pinn.trainer import Trainer
 from hodiff.pinn.trainer_options import Output
 from hodiff.pinn.windows import TimeWindows, restore_marching, time_marching
 
-__all__ = ["Phases", "Reference", "Solution", "solve"]
+__all__ = ["Phases", "Reference", "Solution", "read_points", "solve"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,11 +98,14 @@ class Reference:
       points: ``(N, d)`` points, columns in the domain's coordinate order.
       values: ``{field: (N,) values}``; NaN entries (points outside the domain) are left out of the errors.
       groups: groups of fields scored together besides all of them, e.g. ``[("u", "v")]`` for a flow's velocity.
+      error_fields: the fields combined in ``relative_l2_error`` (default: all of ``values``); each field of
+        ``values`` is scored on its own too.
     """
 
     points: Any
     values: Mapping[str, Any]
     groups: Sequence[Sequence[str]] = ()
+    error_fields: Sequence[str] | None = None
 
     def __post_init__(self):
         self.points = np.asarray(self.points, dtype=np.float64)
@@ -111,15 +119,17 @@ class Reference:
                     "give one value per point."
                 )
         self.groups = [tuple(group) for group in self.groups]
-        for group in self.groups:
+        if self.error_fields is not None:
+            self.error_fields = tuple(self.error_fields)
+        for group in [*self.groups, *([self.error_fields] if self.error_fields is not None else [])]:
             unknown = [name for name in group if name not in self.values]
             if unknown:
-                raise ValueError(f"Reference: group {group} names {unknown}, which have no values.")
+                raise ValueError(f"Reference: {group} names {unknown}, which have no values; name fields of values.")
 
     def errors(self, prediction: Mapping[str, Any]) -> dict[str, float]:
         """The relative L2 errors of ``prediction`` (``{field: (N,)}``): all fields, each, and each group
         (``relative_l2_error_<fields joined>``)."""
-        errors = relative_l2_errors(prediction, self.values)
+        errors = relative_l2_errors(prediction, self.values, self.error_fields)
         for group in self.groups:
             errors["relative_l2_error_" + "".join(group)] = relative_l2_errors(prediction, self.values, group)[
                 "relative_l2_error"
@@ -140,6 +150,8 @@ class Solution:
       stops: ``{phase: why it stopped}`` (a list, one per window, in a marched study).
       wall_seconds: training time, summed over resumes (and windows).
       peak_memory_mib: the process's peak resident memory when the study ended.
+      checkpoint: the checkpoint that :meth:`evaluate` answers from, ``window-<k>/ckpt-<n>`` for a marched run
+        (:meth:`load` with a problem and a model; ``None`` otherwise).
     """
 
     fields: tuple[str, ...]
@@ -151,15 +163,48 @@ class Solution:
     wall_seconds: float
     peak_memory_mib: float
     predict: Callable[[np.ndarray], np.ndarray] | None = dataclasses.field(default=None, repr=False)
+    domain: Any = dataclasses.field(default=None, repr=False)
+    checkpoint: str | None = None
 
-    def evaluate(self, points: Any) -> dict[str, np.ndarray]:
-        """``{field: (N,)}`` at ``points`` ``(N, d)``."""
+    def evaluate(self, points: Any, outside: str = "error") -> dict[str, np.ndarray]:
+        """``{field: (N,)}`` at ``points`` ``(N, d)``, columns in the domain's coordinate order.
+
+        Args:
+          points: the points.
+          outside: what points outside the domain the network was trained on get: ``"error"`` (default) refuses
+            them, naming the first; ``"nan"`` gives them NaN, with a warning.
+
+        Raises:
+          ValueError: the points have the wrong number of columns, or some are outside and ``outside="error"``.
+        """
         if self.predict is None:
             raise RuntimeError(
                 "Solution.evaluate: this solution was loaded without its problem and model; "
                 "use Solution.load(directory, problem, model) to evaluate it."
             )
-        values = np.asarray(self.predict(np.asarray(points, dtype=np.float64)), dtype=np.float64)
+        if outside not in ("error", "nan"):
+            raise ValueError(f"Solution.evaluate: outside={outside!r}; give 'error' (refuse such points) or 'nan'.")
+        points = np.asarray(points, dtype=np.float64)
+        inside = np.ones(len(points), dtype=bool)
+        if self.domain is not None:
+            coords = tuple(self.domain.coords)
+            if points.ndim != 2 or points.shape[1] != len(coords):
+                raise ValueError(
+                    f"Solution.evaluate: the points have shape {points.shape}; the domain has coordinates {coords}, "
+                    f"so give (N, {len(coords)}) points, columns in that order."
+                )
+            inside = inside_domain(self.domain, points)
+        if not inside.all():
+            first = int(np.flatnonzero(~inside)[0])
+            where = ", ".join(f"{name}={value:.6g}" for name, value in zip(self.domain.coords, points[first]))
+            count = int((~inside).sum())
+            message = f"{count} of {len(points)} points are outside the domain (the first is row {first}: {where})"
+            if outside == "error":
+                raise ValueError(f"Solution.evaluate: {message}; remove them, or pass outside='nan' to get NaN there.")
+            logger.warning("Solution.evaluate: %s; their values are NaN (outside='nan').", message)
+        values = np.full((len(points), len(self.fields)), np.nan)
+        if inside.any():
+            values[inside] = np.asarray(self.predict(points[inside]), dtype=np.float64)
         return {name: values[:, i] for i, name in enumerate(self.fields)}
 
     def summary(self) -> dict[str, Any]:
@@ -191,40 +236,64 @@ class Solution:
         windows: TimeWindows | None = None,
     ) -> Solution:
         """The solution :meth:`save` wrote in ``directory``; with the ``problem`` and a ``model`` of the run's
-        architecture (and its ``windows``), its weights are restored from the run's newest checkpoint in
-        ``directory`` (each window's), so that :meth:`evaluate` answers anywhere."""
-        path = os.path.join(directory, "solution.json")
+        architecture (and its ``windows``), its weights are restored from the run's newest readable checkpoint
+        in ``directory`` (each window's), so that :meth:`evaluate` answers anywhere. A run that has checkpoints
+        but no saved solution yet (killed before its end) loads too, with the problem and the model: it answers
+        from its newest checkpoint, with no errors, history or stops (and NaN seconds and memory).
+
+        Raises:
+          FileNotFoundError: ``directory`` holds no saved solution (nor, with a problem and a model, a
+            checkpoint).
+        """
+        restore = problem is not None and model is not None
         try:
-            with open(path) as file:
+            with open(os.path.join(directory, "solution.json")) as file:
                 saved = json.load(file)
-            arrays = np.load(os.path.join(directory, "solution.npz"))
+            arrays = dict(np.load(os.path.join(directory, "solution.npz")))
         except FileNotFoundError:
-            raise FileNotFoundError(
-                f"Solution.load: {directory} holds no saved solution (solution.json and solution.npz); "
-                "give the directory a study saved with output= or Solution.save."
-            ) from None
+            if not restore:
+                raise FileNotFoundError(
+                    f"Solution.load: {directory} holds no saved solution (solution.json and solution.npz); give "
+                    "the directory a study saved with output= or Solution.save, or the problem and the model to "
+                    "restore its checkpoints."
+                ) from None
+            fields = tuple(problem.fields)  # type: ignore[union-attr]
+            saved = {"fields": fields, "errors": {}, "history": [], "stops": {}}
+            saved.update(wall_seconds=math.nan, peak_memory_mib=math.nan)
+            arrays = {"points": np.zeros((0, 0))}
         fields = tuple(saved["fields"])
         points = arrays["points"] if arrays["points"].size else None
         values = {name: arrays[f"value_{name}"] for name in fields if f"value_{name}" in arrays}
-        predict = None
-        if problem is not None and model is not None:
-            predict = _restored(problem, model, windows, directory)
+        predict, domain, checkpoint = None, None, None
+        if restore:
+            predict, checkpoint = _restored(problem, model, windows, directory)  # type: ignore[arg-type]
+            domain = problem.domain  # type: ignore[union-attr]
         return cls(
             fields, points, values, saved["errors"], saved["history"], saved["stops"], saved["wall_seconds"],
-            saved["peak_memory_mib"], predict,
+            saved["peak_memory_mib"], predict, domain, checkpoint,
         )  # fmt: skip
 
 
-def _restored(problem: Problem, model: keras.Model, windows: TimeWindows | None, directory: str) -> Callable:
-    if windows is not None:
-        return restore_marching(problem, model, windows, directory).predict
+def _restored(
+    problem: Problem, model: keras.Model, windows: TimeWindows | None, directory: str
+) -> tuple[Callable, str]:
+    """``(predict, checkpoint)``: the run in ``directory`` restored into ``model``, and which checkpoint answers."""
     try:
-        restore_model(model, directory)
+        if windows is not None:
+            marching = restore_marching(problem, model, windows, directory)
+            last = f"window-{windows.count - 1}"
+            return marching.predict, f"{last}/{os.path.basename(checkpoint_files(os.path.join(directory, last))[0][1])}"
+        prefix = restore_model(model, directory)
     except FileNotFoundError as error:
         raise FileNotFoundError(f"Solution.load: {error}; give the run's directory.") from None
     solution = tf.function(problem.solution(model), jit_compile=True, reduce_retracing=True, autograph=False)
-    dtype = model.weights[0].dtype
-    return lambda points: solution(tf.constant(points, dtype)).numpy()
+    dtype, batch = model.weights[0].dtype, 65536
+
+    def predict(points: np.ndarray) -> np.ndarray:
+        parts = [solution(tf.constant(points[i : i + batch], dtype)).numpy() for i in range(0, len(points), batch)]
+        return np.concatenate(parts or [np.zeros((0, len(problem.fields)))])
+
+    return predict, os.path.basename(prefix)
 
 
 def _default_trainer(problem: Problem, model: keras.Model) -> Trainer:
@@ -297,7 +366,75 @@ def solve(
         errors = reference.errors(values)
     points = None if reference is None else reference.points
     fields = tuple(problem.fields)
-    solution = Solution(fields, points, values, errors, history, stops, seconds, peak_memory_mib(), predict)
+    solution = Solution(
+        fields, points, values, errors, history, stops, seconds, peak_memory_mib(), predict, problem.domain
+    )
     if output is not None:
         solution.save(output.directory)
     return solution
+
+
+def read_points(path: str | os.PathLike) -> np.ndarray:
+    """The points in an ``.npy`` file, checked: a finite ``(N, d)`` float64 array, one row per point.
+
+    The header's shape is checked against the file's size and the machine's memory before any data is read, so a
+    truncated file or a header claiming terabytes is refused at once.
+
+    Args:
+      path: an ``.npy`` file written by ``numpy.save(path, points)``.
+
+    Returns:
+      The ``(N, d)`` float64 points, e.g. for :meth:`Solution.evaluate`.
+
+    Raises:
+      FileNotFoundError: there is no such file.
+      ValueError: the file is not a readable ``.npy`` array, is truncated, is not 2-D, is not of real numbers,
+        holds NaN or Inf, or needs more memory than the machine has; the message names the file and the fix.
+    """
+    path = os.fspath(path)
+    missing = f"{path}: no such file; give an .npy file of (N, d) points."
+    unreadable = "{path}: not a readable .npy array ({error}); write it with numpy.save(path, points)."
+    try:
+        with open(path, "rb") as file:
+            version = np.lib.format.read_magic(file)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(file)
+            offset = file.tell()
+        rows = int(np.prod(shape, dtype=object))  # exact: a Python int, whatever the header claims
+        claimed, size = rows * dtype.itemsize, os.path.getsize(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(missing) from None
+    except (OSError, ValueError, EOFError, TypeError) as error:
+        raise ValueError(unreadable.format(path=path, error=error)) from None
+    if not dtype.hasobject and offset + claimed > size:
+        raise ValueError(
+            f"{path}: the header claims shape {shape} of {dtype} ({claimed:.3g} bytes), but the file holds "
+            f"{size - offset} bytes of data; it is truncated or corrupt. Write it again with numpy.save(path, points)."
+        )
+    needed, memory = 3 * rows * 8, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if needed > memory:  # the points in float64, and the predicted values beside them
+        raise ValueError(
+            f"{path}: {rows} numbers of shape {shape} need about {needed / 2**30:.3g} GiB, more than this machine's "
+            f"{memory / 2**30:.3g} GiB of memory; evaluate them in parts (several smaller .npy files)."
+        )
+    try:
+        points = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(missing) from None
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(unreadable.format(path=path, error=error)) from None
+    if not isinstance(points, np.ndarray) or points.ndim != 2:
+        raise ValueError(
+            f"{path}: the points must be a 2-D array (N, d), got shape {np.shape(points)}; reshape it to one row "
+            "per point."
+        )
+    if not np.issubdtype(points.dtype, np.number) or np.issubdtype(points.dtype, np.complexfloating):
+        raise ValueError(f"{path}: the points have dtype {points.dtype}; give real numbers.")
+    points = points.astype(np.float64)
+    bad = np.flatnonzero(~np.all(np.isfinite(points), axis=1))
+    if bad.size:
+        raise ValueError(
+            f"{path}: {bad.size} rows hold NaN or Inf (the first is row {bad[0]}: {points[bad[0]]}); give finite "
+            "coordinates."
+        )
+    return points
