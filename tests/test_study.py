@@ -85,6 +85,50 @@ def test_a_marched_study_reports_each_window_and_scores_the_whole_horizon(tmp_pa
     assert {row["window"] for row in solution.history} == {0, 1}
     loaded = pinn.Solution.load(str(tmp_path / "marched"), decay, pinn.mlp(domain, width=8, depth=2), windows)
     np.testing.assert_array_equal(loaded.evaluate(points)["u"], solution.values["u"])
+    assert loaded.checkpoint == "window-1/ckpt-300"
+
+
+def test_evaluate_refuses_points_outside_or_gives_them_nan(caplog):
+    solution = study(phases=pinn.Phases(adam_steps=50))
+    points = np.array([[0.5], [1.5], [-0.25]])
+    with pytest.raises(ValueError, match=r"2 of 3 points are outside the domain \(the first is row 1: x=1.5\)"):
+        solution.evaluate(points)
+    values = solution.evaluate(points, outside="nan")["u"]
+    assert np.isnan(values).tolist() == [False, True, True] and "their values are NaN" in caplog.text
+    assert values[0] == solution.evaluate(points[:1])["u"][0]
+    with pytest.raises(ValueError, match=r"shape \(3, 2\); the domain has coordinates \('x',\)"):
+        solution.evaluate(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="outside='NaN'; give 'error'"):
+        solution.evaluate(points, outside="NaN")
+
+
+def test_a_run_killed_before_its_end_loads_from_its_checkpoint(tmp_path):
+    directory = str(tmp_path / "killed")
+    trained = trainer(POISSON, pinn.mlp(LINE, width=12, depth=2, seed=3))
+    trained.start_run(pinn.Output(directory))
+    trained.adam(100)  # no solution.json: the study never ended
+    restored = pinn.Solution.load(directory, POISSON, pinn.mlp(LINE, width=12, depth=2, seed=9))
+    assert restored.checkpoint == "ckpt-100" and restored.errors == {} and np.isnan(restored.wall_seconds)
+    np.testing.assert_allclose(restored.evaluate(X)["u"], trained.predict(X)[:, 0], rtol=1e-6, atol=1e-7)
+
+
+def test_read_points_checks_the_file(tmp_path):
+    path = tmp_path / "points.npy"
+    np.save(path, np.array([[0.5, 1], [0.25, 2]], dtype=np.float32))
+    points = pinn.read_points(path)
+    assert points.dtype == np.float64 and points.tolist() == [[0.5, 1.0], [0.25, 2.0]]
+    with pytest.raises(FileNotFoundError, match="missing.npy: no such file"):
+        pinn.read_points(tmp_path / "missing.npy")
+    np.save(path, np.array([[0.5], [np.inf]]))
+    with pytest.raises(ValueError, match=r"1 rows hold NaN or Inf \(the first is row 1"):
+        pinn.read_points(path)
+    np.save(path, np.zeros(3))
+    with pytest.raises(ValueError, match=r"must be a 2-D array \(N, d\), got shape \(3,\)"):
+        pinn.read_points(path)
+    np.save(path, np.zeros((1000, 4)))
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        pinn.read_points(path)
 
 
 def test_bad_studies_are_named():
@@ -92,6 +136,8 @@ def test_bad_studies_are_named():
         pinn.Reference(np.zeros((3, 1)), {"u": np.zeros(2)})
     with pytest.raises(ValueError, match="names \\['v'\\], which have no values"):
         pinn.Reference(np.zeros((3, 1)), {"u": np.zeros(3)}, groups=[("u", "v")])
+    with pytest.raises(ValueError, match="names \\['p'\\], which have no values"):
+        pinn.Reference(np.zeros((3, 1)), {"u": np.zeros(3)}, error_fields=("u", "p"))
     with pytest.raises(ValueError, match="must be 'lbfgs' or 'bfgs'"):
         pinn.Phases(method="newton")
     with pytest.raises(ValueError, match="adam_steps"):
