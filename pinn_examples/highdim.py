@@ -380,7 +380,7 @@ def run(argv: list[str] | None = None) -> int:
     line, status = verdict(EXAMPLE, args.preset, metrics)
     metrics["target_met"] = None if EXAMPLE.target.get(args.preset) is None else status == 0
     title = f"highdim {settings.pde}, D={settings.dim}: slice (x1, x2, 0, ...); rel. L2 error in the ball {error:.2e}"
-    write_results(args.output, metrics, axes, predicted, exact, trainer, title)
+    write_results(args.output, metrics, axes, predicted, exact, trainer.history, trainer.problem, title)
     print(
         f"highdim: {settings.pde}, D={settings.dim}: relative L2 error {error:.3e} on {settings.test_points} fresh "
         f"points, {trainer.elapsed_seconds:.0f} s of training ({metrics['total_seconds']:.0f} s in all), "

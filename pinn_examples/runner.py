@@ -33,7 +33,6 @@ import numbers
 import os
 import shutil
 import tempfile
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +43,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 TARGET_MISSED = 3  # exit status of a run that missed its preset's target
 SEED_MAX = 2**32 - 1  # keras.utils.set_random_seed (numpy's legacy seed) takes 0 .. 2**32 - 1
-RESULT_FILES = ("metrics.json", "prediction.npz", "field.png", "history.png")  # written here, by the runner
+# written by the runner, and by the study it runs (hodiff.pinn.Solution.save)
+RESULT_FILES = ("metrics.json", "prediction.npz", "field.png", "history.png", "solution.json", "solution.npz")
 RUN_FILES = (*RESULT_FILES, "history.csv", "checkpoints", "tensorboard", "window-0")  # any: the directory holds a run
 
 
@@ -298,15 +298,6 @@ def inside_domain(domain: Any, points: np.ndarray) -> np.ndarray:
     from hodiff.pinn.geometry import inside_domain as inside  # imported on use: --help does not import TensorFlow
 
     return inside(domain, points)
-
-
-def predict_fields(trainer: Any, grid: np.ndarray, shape: tuple[int, ...], outside: np.ndarray) -> dict:
-    """``{field: array of shape}`` predicted on ``grid``; NaN at the ``outside`` grid points."""
-    with warnings.catch_warnings():  # the points outside the domain are expected here: they become NaN below
-        warnings.filterwarnings("ignore", message=".*outside the domain", category=UserWarning)
-        values = trainer.predict(grid).astype(np.float64)
-    values[outside.ravel()] = np.nan
-    return {name: values[:, i].reshape(shape) for i, name in enumerate(trainer.problem.fields)}
 
 
 def _noun(kind: type) -> str:
@@ -711,145 +702,151 @@ def stored_settings(settings: Settings, extra: dict | None = None) -> dict:
     return {**own, **(extra or {})}
 
 
-class MarchedRun:
-    """A finished time-marching run as the runner reports it: the :class:`hodiff.pinn.Marching` with the
-    trainer's attributes that the results need (``predict``, ``problem``, ``history``, ...)."""
+@dataclasses.dataclass
+class Scoring:
+    """Where a run is scored and pictured.
 
-    def __init__(self, marching: Any):
-        self.marching, self.problem, self.replicas = marching, marching.problem, 1
-        self.history = marching.history
-        self.elapsed_seconds = marching.elapsed_seconds
-        self.final_loss = marching.runs[-1].final_loss
-        self.run_info: dict[str, Any] = {"initial_relative_l2_error": None}  # the untrained windows do not exist
-        self.predict = marching.predict
+    Attributes:
+      reference: the :class:`hodiff.pinn.Reference` the errors are taken against (points inside the domain).
+      axes: the picture's two named 1-D axes (an ij grid).
+      points: the picture's ``(n1 * n2, d)`` points, columns in the domain's coordinate order.
+      values: ``{field: (n1, n2)}``: the reference on the picture, NaN outside the domain.
+      outside: ``(n1 * n2,)``: the picture's points outside the domain (blank in the plots).
+      scattered: scored at scattered points (:mod:`pinn_examples.scattered`), the picture a slice.
+    """
 
-    def window_metrics(self) -> list[dict]:
-        """Per window: its time interval, Adam steps, L-BFGS iterations, final loss (its last history row's)
-        and training seconds."""
-        bounds = self.marching.windows.bounds(self.problem.domain)
-        return [
-            {
-                "start": start,
-                "end": end,
-                "adam_steps": run.adam_steps,
-                "lbfgs_iterations": int(run.result.nit) if run.result is not None else None,
-                "final_loss": run.final_loss,
-                "seconds": round(run.seconds, 1),
-            }
-            for (start, end), run in zip(bounds, self.marching.runs)
-        ]
+    reference: Any
+    axes: dict[str, np.ndarray]
+    points: np.ndarray
+    values: dict[str, np.ndarray]
+    outside: np.ndarray
+    scattered: bool = False
 
 
-def march(example: Example, problem: Any, model: Any, settings: Settings, args: argparse.Namespace) -> MarchedRun:
-    """``--time-windows N > 1``: :func:`hodiff.pinn.time_marching` over ``example.windows(settings)`` in this
-    process, every window a run in ``OUTPUT/window-<k>`` trained with ``settings`` (Adam, then L-BFGS) by one
-    trainer whose compiled steps serve every window (with a series restart)."""
+def grid_scoring(example: Example, problem: Any) -> Scoring:
+    """The scoring of an example by its grid reference (``Example.reference``): the errors are taken at the grid's
+    points inside the domain (and where the reference is finite), and the grid is the picture."""
     from hodiff import pinn
 
-    assert example.windows is not None  # parse_args refuses --time-windows otherwise
-    windows = example.windows(settings)
+    axes, values = example.reference()
+    shape = tuple(len(axis) for axis in axes.values())
+    reference = reference_fields(example, values, tuple(problem.fields), shape)
+    grid = grid_points(axes, tuple(problem.domain.coords))
+    outside = ~inside_domain(problem.domain, grid)
+    for array in reference.values():
+        outside |= ~np.isfinite(array.ravel())
+    pictured = {name: np.where(outside.reshape(shape), np.nan, array) for name, array in reference.items()}
+    scored = {name: array.ravel()[~outside] for name, array in reference.items()}
+    return Scoring(
+        pinn.Reference(grid[~outside], scored, error_fields=example.error_fields), axes, grid, pictured, outside
+    )
 
-    def trainer(window: Any, network: Any) -> Any:
-        return make_trainer(window, network, settings, progress=not args.no_progress, diagnose=example.diagnose)
 
-    def train(trainer: Any) -> Any:
-        start, end = windows.bounds(problem.domain)[int(trainer.settings["time_window"]["index"])]
-        print(f"{example.name}: window {trainer.settings['time_window']['index'] + 1} of {windows.count}, "
-              f"t in [{start:g}, {end:g}]", flush=True)  # fmt: skip
-        trainer.adam(settings.adam_steps)
-        if settings.lbfgs_iterations:
-            return trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton)
-        return None
+@dataclasses.dataclass
+class Fitted:
+    """What :func:`fit` trained: the study's :class:`hodiff.pinn.Solution`, the trainer that trained it (the last
+    window's in a marched run) and its quasi-Newton phase's scipy result (``None`` without one)."""
 
-    marching = pinn.time_marching(
-        problem, model, windows, trainer, train, args.output, args.resume, args.overwrite,
-        settings=stored_settings(settings), tensorboard=args.tensorboard,
-    )  # fmt: skip
-    return MarchedRun(marching)
+    problem: Any = None
+    solution: Any = None
+    trainer: Any = None
+    quasi_newton: Any = None
+
+
+class WholeHorizon:
+    """A marched run's last trainer answering over the whole horizon (``predict``, ``problem``): what the
+    example's ``extra_metrics`` get."""
+
+    def __init__(self, trainer: Any, problem: Any, solution: Any):
+        self._trainer, self.problem, self.predict = trainer, problem, solution.predict
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._trainer, name)
 
 
 def fit(
-    example: Example,
-    problem: Any,
-    model: Any,
-    settings: Settings,
-    args: argparse.Namespace,
-    strategy: Any,
-    initial_error: Callable[[Any], float],
-) -> tuple[Any, Any, dict]:
-    """Trains as ``settings`` say; returns ``(trainer, L-BFGS result or None, extra metrics)``.
+    example: Example, problem: Any, model: Any, settings: Settings, args: argparse.Namespace, strategy: Any,
+    reference: Any,
+) -> Fitted:  # fmt: skip
+    """Trains as ``settings`` say, with :func:`hodiff.pinn.solve` scoring against ``reference``.
 
-    One :class:`hodiff.pinn.Trainer` (``initial_error(trainer)`` stored once in its run info), or
-    with ``--time-windows N > 1`` :func:`hodiff.pinn.time_marching` over ``example.windows(settings)``,
-    each window a run in ``OUTPUT/window-<k>`` trained with the same settings; then ``trainer`` is a
-    :class:`MarchedRun`, the L-BFGS result the last window's, and the extra metrics list the windows.
-
-    Every window trains in this process (:func:`march`); with a series restart one set of compiled steps
-    serves them all, so the memory stays that of one window.
+    One :class:`hodiff.pinn.Trainer` (its untrained error stored once in its run info), or with
+    ``--time-windows N > 1`` every window of ``example.windows(settings)`` in this process, each a run in
+    ``OUTPUT/window-<k>`` trained with the same settings; with a series restart one set of compiled steps serves
+    them all, so the memory stays that of one window.
     """
-    progress, count = not args.no_progress, getattr(settings, "time_windows", 1)
+    from hodiff import pinn
+    from hodiff.pinn.runlog import write_csv
+
+    count = getattr(settings, "time_windows", 1)
     if args.overwrite:  # the windows of a replaced marched run beyond this run's (--evaluate reads window-0 first)
         for name in os.listdir(args.output):
             if name.startswith("window-") and name[7:].isdigit() and int(name[7:]) >= (count if count > 1 else 0):
                 shutil.rmtree(os.path.join(args.output, name))
-    if count > 1:
-        from hodiff.pinn.runlog import write_csv
+    windows = example.windows(settings) if count > 1 and example.windows is not None else None
+    phases = pinn.Phases(settings.adam_steps, settings.lbfgs_iterations, settings.quasi_newton)
+    fitted = Fitted(problem)
 
-        print(f"{example.name}: {dataclasses.asdict(settings)}")
-        try:
-            run = march(example, problem, model, settings, args)
-        except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:
-            raise SystemExit(f"{example.name}: {error}") from None
-        write_csv(os.path.join(args.output, "history.csv"), run.history)  # every window's rows, in one file
-        return run, run.marching.runs[-1].result, {"windows": run.window_metrics()}
+    def trainer(problem: Any, model: Any) -> Any:
+        progress = not args.no_progress
+        return make_trainer(problem, model, settings, progress=progress, strategy=strategy, diagnose=example.diagnose)
+
+    def train(trainer: Any) -> dict[str, str]:
+        fitted.trainer = trainer
+        if windows is not None:
+            index = int(trainer.settings["time_window"]["index"])
+            start, end = windows.bounds(problem.domain)[index]
+            print(f"{example.name}: window {index + 1} of {windows.count}, t in [{start:g}, {end:g}]", flush=True)
+        elif "initial_relative_l2_error" not in trainer.run_info:  # stored once: a resumed run reports it too
+            untrained = trainer.run_log is None or trainer.run_log.restored is None
+            values = trainer.predict(reference.points).astype(np.float64)
+            errors = reference.errors({name: values[:, i] for i, name in enumerate(problem.fields)})
+            trainer.run_info["initial_relative_l2_error"] = errors["relative_l2_error"] if untrained else None
+            trainer.save_run_info()
+        stops, fitted.quasi_newton = phases.run(trainer)
+        return stops
+
+    print(f"{example.name}: {dataclasses.asdict(settings)}")
+    output = pinn.Output(args.output, args.resume, args.overwrite, args.tensorboard, stored_settings(settings))
     try:
-        trainer = make_trainer(
-            problem, model, settings, args.output, args.resume, args.overwrite, args.tensorboard, progress, strategy,
-            example.diagnose,
-        )  # fmt: skip
+        fitted.solution = pinn.solve(
+            problem, model, train, trainer=trainer, windows=windows, output=output, reference=reference
+        )
     except (FileExistsError, FileNotFoundError, ValueError, RuntimeError) as error:  # other settings, no readable
         raise SystemExit(f"{example.name}: {error}") from None  # checkpoint (RuntimeError), another writer
-    print(f"{example.name}: {dataclasses.asdict(settings)}")
-    if "initial_relative_l2_error" not in trainer.run_info:  # stored once, so that a resumed run reports it too
-        untrained = trainer.run_log is None or trainer.run_log.restored is None
-        trainer.run_info["initial_relative_l2_error"] = initial_error(trainer) if untrained else None
-        trainer.save_run_info()
-    trainer.adam(settings.adam_steps)
-    result = (
-        trainer.lbfgs(settings.lbfgs_iterations, method=settings.quasi_newton) if settings.lbfgs_iterations else None
-    )
-    return trainer, result, {}
+    if windows is not None:
+        write_csv(os.path.join(args.output, "history.csv"), fitted.solution.history)  # every window's rows
+    return fitted
 
 
 def run_metrics(
-    example: Example, args: argparse.Namespace, settings: Settings, fitted: tuple, errors: dict, fields: list
+    example: Example, args: argparse.Namespace, settings: Settings, fitted: Fitted, fields: list
 ) -> tuple[dict, list]:
     """metrics.json's entries of a finished run (the errors, the phases, the costs: training seconds and peak resident
-    memory, the trainer's diagnostics) and the names of the example's extra metrics; ``fitted`` is what :func:`fit`
-    returned."""
-    from hodiff.pinn.study import peak_memory_mib
-
-    trainer, result, marching_metrics = fitted
-    extra_metrics = example.extra_metrics(trainer) if example.extra_metrics else {}
+    memory, the trainer's diagnostics) and the names of the example's extra metrics."""
+    solution, trainer, result = fitted.solution, fitted.trainer, fitted.quasi_newton
+    answering = WholeHorizon(trainer, fitted.problem, solution) if solution.windows else trainer
+    extra_metrics = example.extra_metrics(answering) if example.extra_metrics else {}
     metrics = {
         "example": example.name,
         "preset": args.preset,
-        **errors,
+        **solution.errors,
         "error_fields": list(example.error_fields or fields),
         "target": example.target.get(args.preset),
         "target_metric": example.target_metric,
-        "initial_relative_l2_error": trainer.run_info["initial_relative_l2_error"],
+        "initial_relative_l2_error": trainer.run_info.get("initial_relative_l2_error"),  # none: marched
         "adam_steps": settings.adam_steps,
         "lbfgs_iterations": int(result.nit) if result is not None else None,
         "lbfgs_message": str(result.message) if result is not None else None,
-        "wall_seconds": round(trainer.elapsed_seconds, 1),
-        "peak_rss_mib": round(peak_memory_mib(), 1),
+        "wall_seconds": round(solution.wall_seconds, 1),
+        "peak_rss_mib": round(solution.peak_memory_mib, 1),
         "replicas": trainer.replicas,
         "final_loss": trainer.final_loss,
         "settings": dataclasses.asdict(settings),
         "diagnostics": trainer.run_info.get("diagnostics", []),  # stalls and conflicts the trainer noticed
+        "error_points": len(solution.points),
         **extra_metrics,
-        **marching_metrics,
+        **({"windows": solution.windows} if solution.windows else {}),
     }
     return metrics, list(extra_metrics)
 
@@ -877,7 +874,7 @@ def loss_weighting(settings: Settings) -> str:
 
 
 def write_results(
-    output: str, metrics: dict, axes: dict, prediction: Any, reference: Any, trainer: Any, title: str
+    output: str, metrics: dict, axes: dict, prediction: Any, reference: Any, history: list, problem: Any, title: str
 ) -> None:
     """metrics.json, prediction.npz and the plots, each written to a temporary file and renamed.
 
@@ -903,10 +900,10 @@ def write_results(
     with atomic_write(os.path.join(output, "prediction.npz")) as temporary, open(temporary, "wb") as file:
         np.savez(file, **arrays)  # a file object: savez adds no suffix
     # x across and y up for a spatial domain; the usual x-t layout (time across) otherwise
-    vertical = list(axes)[1] if trainer.problem.domain.time is None else None
+    vertical = list(axes)[1] if problem.domain.time is None else None
     plotting.plot_field(axes, prediction, reference, os.path.join(output, "field.png"), title, vertical=vertical)
-    if trainer.history:
-        plotting.plot_history(trainer.history, os.path.join(output, "history.png"), trainer.problem.term_names)
+    if history:
+        plotting.plot_history(history, os.path.join(output, "history.png"), problem.term_names)
 
 
 def _verdict(example: Example, preset: str, metrics: dict) -> tuple[str, int]:
@@ -1060,6 +1057,14 @@ def _run(example: Example, argv: list[str] | None) -> int:
         if args.evaluate is None:
             check_output(args)
         return example.training(args, settings)
+    return study(example, args, settings, grid_scoring)
+
+
+def study(
+    example: Example, args: argparse.Namespace, settings: Settings, scoring: Callable[[Example, Any], Scoring]
+) -> int:
+    """Trains ``example`` as the flags say, scores it (``scoring(example, problem)``), writes the results and says
+    whether the target was met; ``--evaluate`` answers instead. Returns the exit status."""
     if args.evaluate is not None:
         return evaluate(example, args)
     strategy = make_strategy(args.replicas, args.multi_worker)  # first: before TensorFlow starts its devices
@@ -1069,38 +1074,49 @@ def _run(example: Example, argv: list[str] | None) -> int:
         problem, model = example.build(settings)
     _check_memory(settings, len(problem.domain.coords), model.count_params())
     check_output(args)
-    axes, values = example.reference()
-    shape = tuple(len(axis) for axis in axes.values())
-    reference = reference_fields(example, values, tuple(problem.fields), shape)
-    grid = grid_points(axes, tuple(problem.domain.coords))
-    outside = ~inside_domain(problem.domain, grid).reshape(shape)
-    for name in reference:
-        outside |= ~np.isfinite(reference[name])
-    reference = {name: np.where(outside, np.nan, values) for name, values in reference.items()}  # one mask for all
+    scored = scoring(example, problem)
     logging.basicConfig(format="%(message)s")  # the library logs where it resumed from, and recoveries
     logging.getLogger("hodiff").setLevel(logging.INFO)
-    initial = lambda trainer: field_errors(  # noqa: E731
-        predict_fields(trainer, grid, shape, outside), reference, example.error_fields
-    )["relative_l2_error"]
-    trainer, result, marching_metrics = fit(example, problem, model, settings, args, strategy, initial)
+    fitted = fit(example, problem, model, settings, args, strategy, scored.reference)
+    solution, result = fitted.solution, fitted.quasi_newton
     if result is not None:
         print(f"{example.name}: L-BFGS stopped after {result.nit} iterations, loss {result.fun:.4e}: {result.message}")
-    prediction = predict_fields(trainer, grid, shape, outside)
-    errors = field_errors(prediction, reference, example.error_fields)
-    error = errors["relative_l2_error"]
-    metrics, extra = run_metrics(example, args, settings, (trainer, result, marching_metrics), errors, list(reference))
+    reference = scored.reference
+    lost = lost_solution(problem, solution.values, reference, solution.windows, example.error_fields)
+    if lost:
+        print(f"{example.name}: WARNING: {lost}")
+    metrics, extra = run_metrics(example, args, settings, fitted, list(reference.values))
+    metrics["worse_than_zero"] = lost is not None
     line, status = _verdict(example, args.preset, metrics)
     metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
-    single = len(problem.fields) == 1
+    shape = tuple(len(axis) for axis in scored.axes.values())
+    predicted = np.full((len(scored.points), len(problem.fields)), np.nan)
+    predicted[~scored.outside] = solution.predict(scored.points[~scored.outside])
+    picture = {name: predicted[:, i].reshape(shape) for i, name in enumerate(problem.fields)}
+    first, single = problem.fields[0], len(problem.fields) == 1
+    where = f" at {len(reference.points)} points" if scored.scattered else ""
+    title = f"{example.name}: relative L2 error {metrics['relative_l2_error']:.2e}"
     write_results(
-        args.output,
-        metrics,
-        axes,
-        prediction[problem.fields[0]] if single else prediction,
-        reference[problem.fields[0]] if single and problem.fields[0] in reference else reference,
-        trainer,
-        f"{example.name}: relative L2 error {error:.2e}",
-    )
-    print(summary_line(example, metrics, list(reference), extra, "", args.output))
+        args.output, metrics, scored.axes, picture[first] if single else picture,
+        scored.values[first] if single and first in scored.values else scored.values, solution.history, problem,
+        title + (f" ({len(reference.points)} points; picture: a slice)" if scored.scattered else ""),
+    )  # fmt: skip
+    print(summary_line(example, metrics, list(reference.values), extra, where, args.output))
     print(line)
     return status
+
+
+def lost_solution(problem: Any, predicted: dict, reference: Any, windows: list[dict], fields: Any) -> str | None:
+    """:func:`hodiff.pinn.metrics.worse_than_zero` of ``predicted`` at the ``reference``'s points, over the run's time
+    windows (ten equal slices of the time axis for a run of one window; none for a steady problem)."""
+    from hodiff.pinn.metrics import worse_than_zero
+
+    domain = problem.domain
+    if domain.time is None:
+        return worse_than_zero(predicted, reference.values, fields=fields)
+    if windows:
+        edges = [window["start"] for window in windows] + [windows[-1]["end"]]
+    else:
+        edges = list(np.linspace(*domain.bounds[domain.time], 11))
+    times = reference.points[:, domain.coords.index(domain.time)]
+    return worse_than_zero(predicted, reference.values, times, edges, fields, marched=bool(windows))

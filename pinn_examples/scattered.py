@@ -11,16 +11,14 @@ and combined over ``error_fields``, as :func:`pinn_examples.runner.field_errors`
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import logging
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from pinn_examples import runner
-from pinn_examples.runner import Example, field_errors, make_strategy, parse_args
+from pinn_examples.runner import Example, Scoring, parse_args
 
 
 @dataclasses.dataclass
@@ -61,30 +59,6 @@ def predict(trainer: Any, points: np.ndarray) -> dict[str, np.ndarray]:
     return {name: values[:, i] for i, name in enumerate(trainer.problem.fields)}
 
 
-def lost_solution(
-    problem: Any,
-    predicted: dict[str, np.ndarray],
-    exact: dict[str, np.ndarray],
-    points: np.ndarray,
-    marching: Any,
-    fields: Any,
-) -> str | None:
-    """:func:`hodiff.pinn.metrics.worse_than_zero` over the run's time windows (ten equal slices of the time
-    axis for a run of one window; none for a steady problem)."""
-    from hodiff.pinn.metrics import worse_than_zero
-
-    domain = problem.domain
-    if domain.time is None:
-        return worse_than_zero(predicted, exact, fields=fields)
-    windows = (marching or {}).get("windows") or []
-    if windows:
-        edges = [window["start"] for window in windows] + [windows[-1]["end"]]
-    else:
-        edges = list(np.linspace(*domain.bounds[domain.time], 11))
-    times = points[:, domain.coords.index(domain.time)]
-    return worse_than_zero(predicted, exact, times, edges, fields, marched=bool(windows))
-
-
 def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -> dict[str, np.ndarray]:
     """The trained run in ``output`` at ``points``, as ``--evaluate`` answers.
 
@@ -100,57 +74,23 @@ def evaluate_run(scattered: ScatteredExample, output: str, points: np.ndarray) -
     return runner.evaluate_points(scattered.example, output, np.asarray(points, dtype=np.float64))
 
 
-def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
-    """Trains, scores and writes the results of ``scattered``; returns the exit status (as ``runner.run``)."""
+def scoring(scattered: ScatteredExample, problem: Any) -> Scoring:
+    """The scoring of ``scattered``: its test set, and its picture's slice."""
+    from hodiff import pinn
+
     example = scattered.example
-    args, settings = parse_args(example, argv)
-    if args.evaluate is not None:
-        return runner.evaluate(example, args)
-    strategy = make_strategy(args.replicas, args.multi_worker)
-    if args.multi_worker:
-        args.output = runner.worker_output(args.output)
-    with strategy.scope() if strategy is not None else contextlib.nullcontext():
-        problem, model = example.build(settings)
-    runner.check_output(args)
     points, exact = scattered.test_set()
     if points.shape[1] != len(problem.domain.coords) or set(exact) - set(problem.fields):
         raise ValueError(f"{example.name}: the test set does not match the domain {problem.domain.coords}.")
-    logging.basicConfig(format="%(message)s")
-    logging.getLogger("hodiff").setLevel(logging.INFO)
-    initial = lambda trainer: field_errors(  # noqa: E731
-        predict(trainer, points), exact, example.error_fields
-    )["relative_l2_error"]
-    trainer, result, marching_metrics = runner.fit(example, problem, model, settings, args, strategy, initial)
-    if result is not None:
-        print(f"{example.name}: L-BFGS stopped after {result.nit} iterations, loss {result.fun:.4e}: {result.message}")
-    predicted = predict(trainer, points)
-    errors = field_errors(predicted, exact, example.error_fields)
-    lost = lost_solution(problem, predicted, exact, points, marching_metrics, example.error_fields)
-    if lost:
-        print(f"{example.name}: WARNING: {lost}")
     axes, slice_points, slice_exact = scattered.picture()
-    shape = tuple(len(axis) for axis in axes.values())
-    slice_prediction = {name: values.reshape(shape) for name, values in predict(trainer, slice_points).items()}
-    for name, values in slice_prediction.items():
-        values[~np.isfinite(slice_exact.get(name, np.zeros(shape)))] = np.nan
-    fitted = (trainer, result, marching_metrics)
-    metrics, extra = runner.run_metrics(example, args, settings, fitted, errors, list(exact))
-    metrics["error_points"] = len(points)
-    metrics["worse_than_zero"] = lost is not None
-    line, status = runner.verdict(example, args.preset, metrics)
-    metrics["target_met"] = None if example.target.get(args.preset) is None else status == 0
-    single = len(problem.fields) == 1
-    first = problem.fields[0]
-    error = errors["relative_l2_error"]
-    runner.write_results(
-        args.output,
-        metrics,
-        axes,
-        slice_prediction[first] if single else slice_prediction,
-        slice_exact[first] if single else slice_exact,
-        trainer,
-        f"{example.name}: relative L2 error {error:.2e} ({len(points)} points; picture: a slice)",
-    )
-    print(runner.summary_line(example, metrics, list(exact), extra, f" at {len(points)} points", args.output))
-    print(line)
-    return status
+    outside = np.zeros(len(slice_points), dtype=bool)
+    for values in slice_exact.values():
+        outside |= ~np.isfinite(np.ravel(values))
+    reference = pinn.Reference(points, exact, error_fields=example.error_fields)
+    return Scoring(reference, axes, slice_points, slice_exact, outside, scattered=True)
+
+
+def run(scattered: ScatteredExample, argv: list[str] | None = None) -> int:
+    """Trains, scores and writes the results of ``scattered``; returns the exit status (as ``runner.run``)."""
+    args, settings = parse_args(scattered.example, argv)
+    return runner.study(scattered.example, args, settings, lambda example, problem: scoring(scattered, problem))

@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 from hodiff.pinn.metrics import worse_than_zero
-from pinn_examples import heat2d_ms, scattered
+from pinn_examples import heat2d_ms, runner
 
 TINY = [
     "--preset", "fast", "--interior", "64", "--adam-steps", "10", "--lbfgs-iterations", "0", "--width", "8",
@@ -32,10 +32,15 @@ def test_the_interval_where_the_error_passes_one_is_named():
 
 
 def test_a_marched_run_worse_than_zero_says_so_and_names_the_window(tmp_path, monkeypatch, capsys):
-    def constant(trainer, points):
-        return {"u": np.where(points[:, 2] > 2.5, 50.0, 0.0)}  # zero in the first window, far off in the second
+    trained = runner.fit
 
-    monkeypatch.setattr(scattered, "predict", constant)
+    def far_off_in_the_second_window(*args, **kwargs):
+        fitted = trained(*args, **kwargs)
+        times = fitted.solution.points[:, 2]
+        fitted.solution.values = {"u": np.where(times > 2.5, 50.0, 0.0)}  # zero in the first window
+        return fitted
+
+    monkeypatch.setattr(runner, "fit", far_off_in_the_second_window)
     output = tmp_path / "run"
     assert heat2d_ms.main([*TINY, "--time-windows", "2", "--output", str(output)]) in (0, 3)
     printed = capsys.readouterr().out

@@ -172,7 +172,9 @@ def test_a_run_is_never_silently_overwritten(uninterrupted, tmp_path):
     assert not list((output / "checkpoints").glob("ckpt-1*")), "the old run's checkpoints are gone"
 
 
-def fake_trainer():
+def history_and_problem():
+    """A run's history rows and a stand-in for its problem: what write_results plots."""
+
     class Domain:
         time = "t"
 
@@ -180,14 +182,11 @@ def fake_trainer():
         term_names = ["residual"]
         domain = Domain()
 
-    class Trainer:
-        problem = Problem()
-        history = [
-            {"phase": "adam", "step": 10, "loss": 1.0, "residual": 1.0},
-            {"phase": "lbfgs", "step": 20, "loss": 0.5, "residual": 0.5},
-        ]
-
-    return Trainer()
+    history = [
+        {"phase": "adam", "step": 10, "loss": 1.0, "residual": 1.0},
+        {"phase": "lbfgs", "step": 20, "loss": 0.5, "residual": 0.5},
+    ]
+    return history, Problem()
 
 
 @pytest.mark.parametrize(
@@ -196,7 +195,7 @@ def fake_trainer():
 def test_a_kill_while_writing_leaves_the_previous_file_whole(failing, victim, tmp_path, monkeypatch):
     axes = {"x": np.linspace(0, 1, 5), "t": np.linspace(0, 1, 4)}
     reference = np.ones((5, 4))
-    write_results(str(tmp_path), {"error": 1.0}, axes, reference, reference, fake_trainer(), "first")
+    write_results(str(tmp_path), {"error": 1.0}, axes, reference, reference, *history_and_problem(), "first")
     before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
     assert set(before) == {"metrics.json", "prediction.npz", "field.png", "history.png"}
 
@@ -221,7 +220,7 @@ def test_a_kill_while_writing_leaves_the_previous_file_whole(failing, victim, tm
 
         monkeypatch.setattr(Figure, "savefig", killed)
     with pytest.raises(KeyboardInterrupt):
-        write_results(str(tmp_path), {"error": 2.0}, axes, 2 * reference, reference, fake_trainer(), "second")
+        write_results(str(tmp_path), {"error": 2.0}, axes, 2 * reference, reference, *history_and_problem(), "second")
     after = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
     assert after[victim] == before[victim], f"{victim} was left partly written"
     assert set(after) == set(before), "no temporary file is left behind"

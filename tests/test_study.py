@@ -81,11 +81,15 @@ def test_a_marched_study_reports_each_window_and_scores_the_whole_horizon(tmp_pa
         reference=reference,
     )  # fmt: skip
     assert solution.stops == {"adam": ["reached 300 steps", "reached 300 steps"]}
+    assert [(w["start"], w["end"], w["adam_steps"], w["adam"]) for w in solution.windows] == [
+        (0.0, 0.5, 300, "reached 300 steps"), (0.5, 1.0, 300, "reached 300 steps")
+    ]  # fmt: skip
+    assert [w["final_loss"] for w in solution.windows][-1] == solution.history[-1]["loss"]
     assert solution.errors["relative_l2_error"] < 5e-2
     assert {row["window"] for row in solution.history} == {0, 1}
     loaded = pinn.Solution.load(str(tmp_path / "marched"), decay, pinn.mlp(domain, width=8, depth=2), windows)
     np.testing.assert_array_equal(loaded.evaluate(points)["u"], solution.values["u"])
-    assert loaded.checkpoint == "window-1/ckpt-300"
+    assert loaded.checkpoint == "window-1/ckpt-300" and loaded.windows == solution.windows
 
 
 def test_evaluate_refuses_points_outside_or_gives_them_nan(caplog):

@@ -83,11 +83,17 @@ class Phases:
 
     def __call__(self, trainer: Trainer) -> dict[str, str]:
         """Runs the phases on ``trainer``; returns ``{phase: why it stopped}``."""
+        return self.run(trainer)[0]
+
+    def run(self, trainer: Trainer) -> tuple[dict[str, str], Any]:
+        """Runs the phases on ``trainer``; returns ``{phase: why it stopped}`` and the quasi-Newton phase's scipy
+        ``OptimizeResult`` (``None`` without that phase)."""
         stops = {"adam": trainer.adam(self.adam_steps).stop_reason}
+        result = None
         if self.lbfgs_iterations:
             result = trainer.lbfgs(self.lbfgs_iterations, method=self.method)
             stops[self.method] = f"{result.message} after {result.nit} iterations"
-        return stops
+        return stops, result
 
 
 @dataclasses.dataclass
@@ -148,6 +154,8 @@ class Solution:
       errors: relative L2 errors (:meth:`Reference.errors`; empty without a reference).
       history: the history rows (every window's, with ``window``, in a marched study).
       stops: ``{phase: why it stopped}`` (a list, one per window, in a marched study).
+      windows: per window of a marched study, ``{"start", "end", "adam_steps", "final_loss", "seconds"}`` and its
+        stops (empty for one trainer).
       wall_seconds: training time, summed over resumes (and windows).
       peak_memory_mib: the process's peak resident memory when the study ended.
       checkpoint: the checkpoint that :meth:`evaluate` answers from, ``window-<k>/ckpt-<n>`` for a marched run
@@ -165,6 +173,7 @@ class Solution:
     predict: Callable[[np.ndarray], np.ndarray] | None = dataclasses.field(default=None, repr=False)
     domain: Any = dataclasses.field(default=None, repr=False)
     checkpoint: str | None = None
+    windows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def evaluate(self, points: Any, outside: str = "error") -> dict[str, np.ndarray]:
         """``{field: (N,)}`` at ``points`` ``(N, d)``, columns in the domain's coordinate order.
@@ -213,6 +222,7 @@ class Solution:
             "fields": list(self.fields),
             "errors": self.errors,
             "stops": self.stops,
+            "windows": self.windows,
             "wall_seconds": round(self.wall_seconds, 3),
             "peak_memory_mib": round(self.peak_memory_mib, 1),
         }
@@ -270,7 +280,7 @@ class Solution:
             domain = problem.domain  # type: ignore[union-attr]
         return cls(
             fields, points, values, saved["errors"], saved["history"], saved["stops"], saved["wall_seconds"],
-            saved["peak_memory_mib"], predict, domain, checkpoint,
+            saved["peak_memory_mib"], predict, domain, checkpoint, saved.get("windows", []),
         )  # fmt: skip
 
 
@@ -350,6 +360,13 @@ def solve(
         predict, history, seconds = marching.predict, marching.history, marching.elapsed_seconds
         keys = dict.fromkeys(key for run in marching.runs for key in run.result)
         stops: dict[str, Any] = {key: [run.result.get(key) for run in marching.runs] for key in keys}
+        windows_run = [
+            {
+                "start": start, "end": end, "adam_steps": run.adam_steps, "final_loss": run.final_loss,
+                "seconds": round(run.seconds, 1), **run.result,
+            }
+            for (start, end), run in zip(windows.bounds(problem.domain), marching.runs)
+        ]  # fmt: skip
     else:
         built = trainer(problem, model)
         if not isinstance(built, Trainer):
@@ -357,7 +374,7 @@ def solve(
         if output is not None:
             built.start_run(output)
         stops = phases(built)
-        predict, history, seconds = built.predict, list(built.history), built.elapsed_seconds
+        predict, history, seconds, windows_run = built.predict, list(built.history), built.elapsed_seconds, []
     values: dict[str, np.ndarray] = {}
     errors: dict[str, float] = {}
     if reference is not None:
@@ -367,7 +384,18 @@ def solve(
     points = None if reference is None else reference.points
     fields = tuple(problem.fields)
     solution = Solution(
-        fields, points, values, errors, history, stops, seconds, peak_memory_mib(), predict, problem.domain
+        fields,
+        points,
+        values,
+        errors,
+        history,
+        stops,
+        seconds,
+        peak_memory_mib(),
+        predict,
+        problem.domain,
+        None,
+        windows_run,
     )
     if output is not None:
         solution.save(output.directory)
