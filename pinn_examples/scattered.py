@@ -3,10 +3,11 @@
 ``runner.run`` scores an example on a grid of at most two axes (the grid is also the picture).
 A problem in the 5-D cube, the 5-D ball times time, or a plane times time is scored here instead
 at a fixed set of points that covers the whole domain (uniform, from a fixed seed), with the
-picture on a 2-D slice. Everything else is the runner's: the flags and presets, ``--evaluate``,
-``--resume`` and ``--overwrite``, the checkpoints, ``metrics.json`` (relative L2 error per field
-and combined over ``error_fields``, as :func:`pinn_examples.runner.field_errors` computes it),
-``prediction.npz`` (the slice) and the plots.
+picture on a 2-D slice: :func:`scoring` gives :func:`pinn_examples.runner.study` the test set as
+the :class:`hodiff.pinn.Reference` and the slice as the picture. Everything else is the runner's: the
+flags and presets, ``--evaluate``, ``--resume`` and ``--overwrite``, the checkpoints, ``metrics.json``
+(relative L2 error per field and combined over ``error_fields``), ``prediction.npz`` (the slice) and
+the plots.
 """
 
 from __future__ import annotations
