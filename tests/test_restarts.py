@@ -137,6 +137,38 @@ def test_a_baseline_is_kept_exactly_and_alone_outside_the_box():
 
 
 @pytest.mark.parametrize(
+    "basis, orders",
+    [
+        (pinn.Fourier(0.0, 2.0, 9), [0, 1, 2, 3, 4, 1, 2, 3, 4]),
+        (pinn.Sine(0.0, 2.0, 8), range(1, 9)),
+        (pinn.Cosine(0.0, 2.0, 9), range(9)),
+        (pinn.Chebyshev(0.0, 2.0, 9), range(9)),
+    ],
+    ids=["fourier", "sine", "cosine", "chebyshev"],
+)
+def test_the_filter_damps_each_mode_by_its_order_and_the_top_one_to_rounding(basis, orders):
+    highest = max(orders)
+    assert np.array_equal(basis.relative_orders(), np.asarray(orders) / highest)
+    nodes = tf.constant(basis.nodes[:, None], tf.float64)
+    modes = basis.functions(nodes).numpy()  # field m is the m-th function, sampled on the nodes
+    previous = lambda points: tf.constant(modes, tf.float64)  # noqa: E731
+    plain = pinn.SeriesRestart(LINE, {"x": basis}).coefficients(previous, 0.0)
+    filtered = pinn.SeriesRestart(LINE, {"x": basis}, filter_order=8).coefficients(previous, 0.0)
+    np.testing.assert_allclose(plain, np.eye(len(modes)), atol=1e-12)  # (modes, fields)
+    damping = np.exp(np.log(np.finfo(float).eps) * (np.asarray(orders) / highest) ** 8)
+    np.testing.assert_allclose(filtered, np.diag(damping), atol=1e-12)
+    np.testing.assert_allclose(np.diag(filtered), damping, rtol=1e-9)
+    assert np.diag(filtered)[np.argmax(orders)] == pytest.approx(np.finfo(float).eps)  # the top mode: to rounding
+    assert np.all(damping[np.asarray(orders) <= 0.3 * highest] > 0.997)  # the low modes pass almost whole
+
+
+def test_a_filter_order_must_be_even_and_not_negative():
+    for order, message in ((3, "must be even"), (-2, "filter_order")):
+        with pytest.raises(ValueError, match=message):
+            pinn.SeriesRestart(LINE, {"x": pinn.Cosine(0.0, 2.0, 8)}, filter_order=order)
+
+
+@pytest.mark.parametrize(
     "bases",
     [
         {"x": pinn.Chebyshev(0.0, 2.0, 12), "y": pinn.Sine(0.0, 1.0, 11)},

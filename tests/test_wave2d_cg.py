@@ -106,3 +106,9 @@ def test_a_tiny_marched_run_scores_against_the_reference_and_answers_evaluate(tm
     fast = wave2d_cg.windows(wave2d_cg.EXAMPLE.presets["fast"]).initial  # the fast preset's 8-node series
     named = type("X", (), {"points": tf.constant(points[2:])})()
     assert evaluated["u"][2] == pytest.approx(fast(named).numpy()[0, 0], abs=1e-12)  # the start, exact
+
+
+def test_an_odd_restart_filter_is_refused_when_the_flags_are_parsed(capsys):
+    with pytest.raises(SystemExit) as info:
+        wave2d_cg.main(["--preset", "fast", "--restart-filter", "3"])
+    assert info.value.code == 2 and "--restart-filter 3: give an even order" in capsys.readouterr().err
