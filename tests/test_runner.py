@@ -488,7 +488,7 @@ def write_points(path, points):
         (lambda d: write_points(d / "p.npy", [0.5, 0.5]), r"must be a 2-D array \(N, d\), got shape \(2,\)"),
         (
             lambda d: write_points(d / "p.npy", [[0.5, 0.5, 0.5]]),
-            r"shape \(1, 3\); the domain has coordinates \('x', 't'\), so give \(N, 2\) points",
+            r"3 columns; the domain has coordinates \('x', 't'\), so give 2 columns in that order",
         ),
         (lambda d: write_points(d / "p.npy", [[0.5, 0.5], [np.nan, 0.1]]), "1 rows hold NaN or Inf .* row 1"),
         (

@@ -100,7 +100,7 @@ def test_evaluate_refuses_points_outside_or_gives_them_nan(caplog):
     values = solution.evaluate(points, outside="nan")["u"]
     assert np.isnan(values).tolist() == [False, True, True] and "their values are NaN" in caplog.text
     assert values[0] == solution.evaluate(points[:1])["u"][0]
-    with pytest.raises(ValueError, match=r"shape \(3, 2\); the domain has coordinates \('x',\)"):
+    with pytest.raises(ValueError, match=r"2 columns; the domain has coordinates \('x',\), so give 1 columns"):
         solution.evaluate(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="outside='NaN'; give 'error'"):
         solution.evaluate(points, outside="NaN")

@@ -198,9 +198,10 @@ class Solution:
         if self.domain is not None:
             coords = tuple(self.domain.coords)
             if points.ndim != 2 or points.shape[1] != len(coords):
+                columns = points.shape[1] if points.ndim == 2 else f"shape {points.shape}, not"
                 raise ValueError(
-                    f"Solution.evaluate: the points have shape {points.shape}; the domain has coordinates {coords}, "
-                    f"so give (N, {len(coords)}) points, columns in that order."
+                    f"Solution.evaluate: the points have {columns} columns; the domain has coordinates {coords}, so "
+                    f"give {len(coords)} columns in that order."
                 )
             inside = inside_domain(self.domain, points)
         if not inside.all():
