@@ -1003,9 +1003,17 @@ def evaluate_points(example: Example, output: str, points: np.ndarray, outside: 
     Raises:
       ValueError: the points do not fit the domain (:meth:`hodiff.pinn.Solution.evaluate`).
     """
+    from hodiff.pinn.runlog import checkpoint_files
+
     solution = trained_solution(example, output)
     fields = solution.evaluate(points, outside)
     step = int(solution.checkpoint.rsplit("-", 1)[1])  # ckpt-<Adam steps + quasi-Newton iterations>
+    newest = checkpoint_files(output)[:1]  # a marched run's are its windows'
+    if newest and os.path.basename(newest[0][1]) != solution.checkpoint:
+        logging.getLogger(__name__).warning(
+            "--evaluate: the newest checkpoint %s is unreadable; evaluated the older %s (step %d) instead.",
+            os.path.basename(newest[0][1]), solution.checkpoint, step,
+        )  # fmt: skip
     return {"points": points, **fields, "checkpoint": solution.checkpoint, "step": step}
 
 
