@@ -115,6 +115,10 @@ class _OnInterval(Basis):
         """1 where ``s`` lies in ``[low, high]``, 0 elsewhere, as ``s``'s dtype."""
         return tf.cast((s >= self.low) & (s <= self.high), s.dtype)
 
+    def relative_orders(self) -> np.ndarray:
+        """``m / (samples - 1)`` for the functions ``m = 0 .. samples - 1`` (:class:`Cosine`, :class:`Chebyshev`)."""
+        return np.arange(self.samples) / max(1, self.samples - 1)
+
 
 @dataclasses.dataclass(frozen=True)
 class Fourier(Basis):
@@ -203,9 +207,6 @@ class Cosine(_OnInterval):
         j, m = np.arange(self.samples)[:, None], np.arange(self.samples)[None, :]
         return np.cos(np.pi * ((2 * j + 1) * m % (4 * self.samples)) / (2 * self.samples))
 
-    def relative_orders(self) -> np.ndarray:
-        return np.arange(self.samples) / max(1, self.samples - 1)
-
 
 @dataclasses.dataclass(frozen=True)
 class Chebyshev(_OnInterval):
@@ -243,9 +244,6 @@ class Chebyshev(_OnInterval):
         weights = np.ones(self.samples)
         weights[[0, -1]] = 0.5
         return weights
-
-    def relative_orders(self) -> np.ndarray:
-        return np.arange(self.samples) / (self.samples - 1)
 
 
 def _chebyshev_polynomials(unit: tf.Tensor, samples: int) -> tf.Tensor:
