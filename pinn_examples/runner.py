@@ -659,12 +659,10 @@ def make_trainer(
     progress: bool = True,
     strategy: Any = None,
     diagnose: bool = True,
-    extra_settings: dict | None = None,
 ):
     """A :class:`hodiff.pinn.Trainer` for ``settings``, which it stores with its checkpoints; ``problem`` is a
     problem or its :class:`hodiff.pinn.TrainingData` (the sizes, sampling and seed of ``settings``);
-    ``strategy`` (from :func:`make_strategy`) must have built the model; ``extra_settings`` are stored too
-    (a time window's index)."""
+    ``strategy`` (from :func:`make_strategy`) must have built the model."""
     from hodiff import pinn
 
     if not isinstance(problem, pinn.TrainingData):
@@ -687,19 +685,14 @@ def make_trainer(
         1000 if diagnose else 0,
         jit_compile=settings.xla,
     )
-    run = (
-        pinn.Output(output, resume, overwrite, tensorboard, stored_settings(settings, extra_settings))
-        if output
-        else None
-    )
+    run = pinn.Output(output, resume, overwrite, tensorboard, stored_settings(settings)) if output else None
     return pinn.Trainer(problem, model, None, settings.learning_rate, schedule, run, callbacks, strategy)
 
 
-def stored_settings(settings: Settings, extra: dict | None = None) -> dict:
-    """``settings`` as a run stores them with its checkpoints, with ``extra`` (a time window's index)."""
+def stored_settings(settings: Settings) -> dict:
+    """``settings`` as a run stores them with its checkpoints."""
     # --no-xla changes how the steps run, not what they compute: a run resumes with either
-    own = {key: value for key, value in dataclasses.asdict(settings).items() if key != "xla"}
-    return {**own, **(extra or {})}
+    return {key: value for key, value in dataclasses.asdict(settings).items() if key != "xla"}
 
 
 @dataclasses.dataclass
